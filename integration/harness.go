@@ -1,0 +1,51 @@
+package integration
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dbqueue/dbq/queue"
+	"github.com/pressly/goose/v3"
+)
+
+// Harness is what a dialect gives the suite. Only NewQueue, Migrator and
+// Kill are required.
+type Harness struct {
+	// Dialect names the database under test, e.g. "postgres".
+	Dialect string
+
+	// NewQueue returns a Queue over tables of its own — a fresh schema,
+	// database, prefix or file — dropped at t's cleanup, and closes the
+	// Queue then. cfg.Schema and cfg.Prefix are the harness's to choose.
+	// With migrate false the tables are not created, so every operation
+	// must fail with queue.ErrNotMigrated.
+	NewQueue func(t *testing.T, cfg queue.Config, migrate bool) *queue.Queue
+
+	// Migrator returns the goose provider for q's tables. The suite runs it
+	// up, down to zero and up again.
+	Migrator func(t *testing.T, q *queue.Queue) *goose.Provider
+
+	// Kill makes c die the way a killed process does: its connection is
+	// cut with no statement ending its claims (for SQLite, c is simply
+	// abandoned). Later calls on c may fail; the suite does not close it.
+	Kill func(t *testing.T, c queue.Claimer)
+
+	// LockBased is true when a claim is a lock that ends with the claimer's
+	// connection (PostgreSQL advisory locks): a killed claimer's jobs come
+	// back at once instead of after the lease.
+	LockBased bool
+
+	// HeldLocks, when set, returns the IDs of the jobs whose locks c holds
+	// in the database (for advisory locks, from pg_locks). The suite
+	// checks they are exactly the jobs c claimed and still holds.
+	HeldLocks func(t *testing.T, c queue.Claimer) []int64
+
+	// Leftovers, when set, describes anything c leaves open in the
+	// database besides the claims it holds: open transactions, stray
+	// locks. The suite requires it to be empty after a cancelled Claim.
+	Leftovers func(t *testing.T, c queue.Claimer) []string
+
+	// LeaseSlack is added to every wait for a lease to expire, for
+	// databases whose clock is coarse. Default 0.
+	LeaseSlack time.Duration
+}

@@ -1,0 +1,76 @@
+// Package dbtest finds the test databases: it reads their DSNs from the
+// environment (defaults match docker-compose.yml and the development
+// machines) and decides whether a test that cannot reach one skips or
+// fails, following DBQ_REQUIRE.
+package dbtest
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dbqueue/dbq/dialect"
+)
+
+// Default DSNs, matching docker-compose.yml.
+const (
+	DefaultPostgresDSN = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	DefaultMySQLDSN    = "mysql://root@127.0.0.1:3306/test"
+	DefaultMSSQLDSN    = "sqlserver://sa:Dbq-Passw0rd@127.0.0.1:1433?database=master"
+)
+
+// DSN returns the DSN for dialect d: DBQ_POSTGRES_DSN, DBQ_MYSQL_DSN or
+// DBQ_MSSQL_DSN when set, else the default.
+func DSN(d dialect.Name) string {
+	env, def := "", ""
+	switch d {
+	case dialect.Postgres:
+		env, def = "DBQ_POSTGRES_DSN", DefaultPostgresDSN
+	case dialect.MySQL:
+		env, def = "DBQ_MYSQL_DSN", DefaultMySQLDSN
+	case dialect.MSSQL:
+		env, def = "DBQ_MSSQL_DSN", DefaultMSSQLDSN
+	default:
+		return ""
+	}
+	if v := os.Getenv(env); v != "" {
+		return v
+	}
+	return def
+}
+
+// Required reports whether DBQ_REQUIRE (comma-separated dialect names)
+// names d.
+func Required(d dialect.Name) bool {
+	for _, s := range strings.Split(os.Getenv("DBQ_REQUIRE"), ",") {
+		if strings.TrimSpace(s) == string(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// Unreachable ends the test for a database that did not answer: it fails
+// when DBQ_REQUIRE names the dialect and skips, saying so, otherwise.
+// The error is printed with passwords redacted.
+func Unreachable(t testing.TB, d dialect.Name, err error) {
+	t.Helper()
+	msg := fmt.Sprintf("%s at %s does not answer: %v", d, dialect.Redact(DSN(d)), err)
+	if Required(d) {
+		t.Fatalf("%s (DBQ_REQUIRE names %s)", msg, d)
+	}
+	t.Skipf("%s; skipping (set DBQ_REQUIRE=%s to fail instead)", msg, d)
+}
+
+var seq atomic.Int64
+
+// UniqueName returns a fresh identifier for a test's schema, database or
+// prefix: the base, the process's start time and a counter.
+func UniqueName(base string) string {
+	return fmt.Sprintf("%s_%x_%d", base, start, seq.Add(1))
+}
+
+var start = time.Now().UnixNano() & 0xffffffffff

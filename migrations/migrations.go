@@ -1,0 +1,187 @@
+// Package migrations holds the one dbq job schema as goose v3 migrations, a
+// folder per dialect with the same version numbers in each, embedded in the
+// binary.
+//
+// The files are templates: table and index names come from the configured
+// schema and prefix ([dialect.Names]), already validated and quoted, so one
+// database can hold several dbq tables side by side. In a file,
+// {{table "jobs"}} is the qualified, quoted table name prefix+"jobs",
+// {{ident "jobs_claim"}} the quoted unqualified name prefix+"jobs_claim"
+// (for indexes and constraints), and {{schema}} the quoted schema or "".
+//
+// Migrating needs DDL rights (CREATE TABLE, CREATE INDEX, and CREATE SCHEMA
+// or CREATE DATABASE when a schema is configured); running workers and
+// producers needs only SELECT, INSERT, UPDATE and DELETE on the tables.
+package migrations
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"testing/fstest"
+	"text/template"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
+)
+
+//go:embed postgres/*.sql mysql/*.sql mssql/*.sql sqlite/*.sql
+var files embed.FS
+
+// Raw returns the dialect's migration templates as stored.
+func Raw(d dialect.Name) (fs.FS, error) {
+	switch d {
+	case dialect.Postgres, dialect.MySQL, dialect.MSSQL, dialect.SQLite:
+		return fs.Sub(files, string(d))
+	}
+	return nil, fmt.Errorf("%w: no migrations for dialect %q", dialect.ErrUnknownScheme, d)
+}
+
+// Versions lists the migration versions of dialect d, ascending.
+func Versions(d dialect.Name) ([]int64, error) {
+	raw, err := Raw(d)
+	if err != nil {
+		return nil, err
+	}
+	names, err := fs.Glob(raw, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var vs []int64
+	for _, n := range names {
+		num, _, ok := strings.Cut(n, "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("dbq: migration %s/%s: name must start with a version number", d, n)
+		}
+		vs = append(vs, v)
+	}
+	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
+	return vs, nil
+}
+
+// FS returns the migrations of dialect d rendered for names n.
+func FS(d dialect.Name, n dialect.Names) (fs.FS, error) {
+	n = n.WithDefaults()
+	if err := n.Validate(); err != nil {
+		return nil, err
+	}
+	raw, err := Raw(d)
+	if err != nil {
+		return nil, err
+	}
+	funcs := template.FuncMap{
+		"table":  func(s string) string { return n.Qualified(d, n.Prefix+s) },
+		"ident":  func(s string) string { return dialect.Quote(d, n.Prefix+s) },
+		"schema": func() string { return schemaOrEmpty(d, n) },
+		"prefix": func() string { return n.Prefix },
+	}
+	out := fstest.MapFS{}
+	err = fs.WalkDir(raw, ".", func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || path.Ext(p) != ".sql" {
+			return err
+		}
+		src, err := fs.ReadFile(raw, p)
+		if err != nil {
+			return err
+		}
+		tpl, err := template.New(p).Funcs(funcs).Option("missingkey=error").Parse(string(src))
+		if err != nil {
+			return fmt.Errorf("dbq: migration %s/%s: %w", d, p, err)
+		}
+		var b bytes.Buffer
+		if err := tpl.Execute(&b, nil); err != nil {
+			return fmt.Errorf("dbq: migration %s/%s: %w", d, p, err)
+		}
+		out[p] = &fstest.MapFile{Data: b.Bytes()}
+		return nil
+	})
+	return out, err
+}
+
+func schemaOrEmpty(d dialect.Name, n dialect.Names) string {
+	if n.Schema == "" || d == dialect.SQLite {
+		return ""
+	}
+	return dialect.Quote(d, n.Schema)
+}
+
+// NewProvider returns a goose provider for the job schema of dialect d in db,
+// with its version table named prefix+"schema_version" beside the jobs
+// table. It creates the configured schema (PostgreSQL, SQL Server) or
+// database (MySQL) first when it does not exist, since goose's version
+// table lives there.
+func NewProvider(ctx context.Context, d dialect.Name, db *sql.DB, n dialect.Names) (*goose.Provider, error) {
+	n = n.WithDefaults()
+	fsys, err := FS(d, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureSchema(ctx, d, db, n); err != nil {
+		return nil, err
+	}
+	var gd database.Dialect
+	switch d {
+	case dialect.Postgres:
+		gd = database.DialectPostgres
+	case dialect.MySQL:
+		gd = database.DialectMySQL
+	case dialect.MSSQL:
+		gd = database.DialectMSSQL
+	case dialect.SQLite:
+		gd = database.DialectSQLite3
+	}
+	versions := n.Versions()
+	if n.Schema != "" && d != dialect.SQLite {
+		versions = n.Schema + "." + versions
+	}
+	store, err := database.NewStore(gd, versions)
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider("", db, fsys, goose.WithStore(store), goose.WithDisableGlobalRegistry(true))
+}
+
+func ensureSchema(ctx context.Context, d dialect.Name, db *sql.DB, n dialect.Names) error {
+	if n.Schema == "" {
+		return nil
+	}
+	q := dialect.Quote(d, n.Schema)
+	var stmt string
+	switch d {
+	case dialect.Postgres:
+		stmt = "CREATE SCHEMA IF NOT EXISTS " + q
+	case dialect.MySQL:
+		stmt = "CREATE DATABASE IF NOT EXISTS " + q
+	case dialect.MSSQL:
+		// The name is a validated identifier; CREATE SCHEMA must be alone in
+		// its batch, hence EXEC.
+		stmt = "IF SCHEMA_ID('" + n.Schema + "') IS NULL EXEC('CREATE SCHEMA " + q + "')"
+	default:
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, stmt); err != nil {
+		return fmt.Errorf("dbq: create schema %s (migrations need DDL rights): %w", q, err)
+	}
+	return nil
+}
+
+// Up applies every pending migration of dialect d for names n.
+func Up(ctx context.Context, d dialect.Name, db *sql.DB, n dialect.Names) error {
+	p, err := NewProvider(ctx, d, db, n)
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("dbq: migrate up (needs DDL rights): %w", err)
+	}
+	return nil
+}
