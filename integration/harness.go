@@ -8,8 +8,8 @@ import (
 	"github.com/pressly/goose/v3"
 )
 
-// Harness is what a dialect gives the suite. Only NewQueue, Migrator and
-// Kill are required.
+// Harness is what a dialect gives the suite. NewQueue, Kill and, for any
+// real database, Migrator are required.
 type Harness struct {
 	// Dialect names the database under test, e.g. "postgres".
 	Dialect string
