@@ -3,8 +3,8 @@ package dialect
 import (
 	"errors"
 	"strings"
-	"unicode"
 	"testing"
+	"unicode"
 )
 
 func TestParseDSN(t *testing.T) {

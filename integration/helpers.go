@@ -78,22 +78,6 @@ func claim(t *testing.T, c queue.Claimer, name string, n int) []*queue.Job {
 	return jobs
 }
 
-func ids(jobs []*queue.Job) []int64 {
-	out := make([]int64, len(jobs))
-	for i, j := range jobs {
-		out[i] = j.ID
-	}
-	return out
-}
-
-func leases(jobs []*queue.Job) []queue.Lease {
-	out := make([]queue.Lease, len(jobs))
-	for i, j := range jobs {
-		out[i] = j.Lease()
-	}
-	return out
-}
-
 func complete(t *testing.T, c queue.Claimer, jobs []*queue.Job) {
 	t.Helper()
 	if err := c.Complete(ctxFor(t), leases(jobs)); err != nil {
@@ -162,3 +146,7 @@ func distinct(ids []int64) map[int64]bool {
 	}
 	return m
 }
+
+var ids = queue.IDs
+
+var leases = queue.Leases

@@ -171,6 +171,10 @@ func testLeaseExpiry(t *testing.T, s *suite) {
 	if got[0].Token == jobs[1].Token {
 		t.Error("re-claim kept the old token")
 	}
+	if got[0].Attempt != 1 || !strings.Contains(got[0].LastError, "lease expired") {
+		t.Errorf("re-claimed job: attempt %d, last_error %q; the run that lost its lease counts as a failed attempt",
+			got[0].Attempt, got[0].LastError)
+	}
 	wantErr(t, "late Complete", a.Complete(ctxFor(t), leases(jobs[1:])), queue.ErrLeaseLost)
 	complete(t, b, got)
 	complete(t, a, jobs[:1])
@@ -195,9 +199,22 @@ func testDeadClaimer(t *testing.T, s *suite) {
 	if s.h.LockBased {
 		limit = 3 * time.Second // the server notices the cut connection; no timeout involved
 	}
+	// A lease that ran out costs the job an attempt; a lock that went with
+	// its connection costs nothing (nothing was written to take it).
+	wantAttempt := map[int64]int{}
+	if !s.h.LockBased {
+		for _, j := range held {
+			wantAttempt[j.ID] = 1
+		}
+	}
 	var got []int64
 	for deadline := time.Now().Add(limit); len(got) < 10 && time.Now().Before(deadline); {
 		jobs := claim(t, b, "dead", 10)
+		for _, j := range jobs {
+			if j.Attempt != wantAttempt[j.ID] {
+				t.Errorf("job %d came back with attempt %d, want %d", j.ID, j.Attempt, wantAttempt[j.ID])
+			}
+		}
 		got = append(got, ids(jobs)...)
 		complete(t, b, jobs)
 		if len(got) < 10 {

@@ -39,6 +39,25 @@ type Job struct {
 // Lease returns the handle that ends or renews this claim.
 func (j *Job) Lease() Lease { return Lease{ID: j.ID, Token: j.Token} }
 
+// Leases returns the leases of jobs, in order: what Complete, Release and
+// Extend take for a batch a Claim returned.
+func Leases(jobs []*Job) []Lease {
+	out := make([]Lease, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.Lease()
+	}
+	return out
+}
+
+// IDs returns the ids of jobs, in order.
+func IDs(jobs []*Job) []int64 {
+	out := make([]int64, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
 // Lease names one claim of one job: the job and the token its claim got.
 type Lease struct {
 	ID    int64

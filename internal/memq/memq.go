@@ -194,7 +194,13 @@ func (c *Claimer) Claim(ctx context.Context, name string, n int) ([]*queue.Job, 
 	var ready []*queue.Job
 	for _, r := range s.rows {
 		if r.State == queue.StateClaimed && r.ClaimedUntil.Before(now) {
+			// A lost lease is a failed run, as in every lease dialect.
+			r.Attempt++
+			r.LastError = "dbq: lease expired: the holder died or stalled without Extend"
 			r.State, r.Token = queue.StateReady, 0
+			if r.Attempt >= r.MaxAttempts {
+				r.State = queue.StateDead
+			}
 		}
 		if r.Queue == name && r.State == queue.StateReady && !r.RunAt.After(now) {
 			ready = append(ready, r)

@@ -1,0 +1,51 @@
+// Package queue is the database-independent heart of dbq: the Job, the
+// Claimer contract every dialect implements, the Queue that enqueues and
+// counts jobs, and the Worker that runs them. It imports no database
+// driver; a dialect package (postgres, mysql, mssql, sqlite) supplies one
+// and returns a *Queue from its New or Open.
+//
+// # Life of a job
+//
+// Enqueue stores a job ready (or scheduled, when its run_at is in the
+// future). A Claimer claims it; the claim carries a token. The holder ends
+// the claim with Complete (the job is deleted: finished jobs leave the hot
+// table), Retry (attempt+1, run again after a backoff, dead once
+// max_attempts runs have failed; dead jobs stay for inspection) or Release
+// (back as it was, no attempt spent). Each of these presents the token, so
+// a holder whose claim was lost — its lease expired and someone else
+// claimed the job, or its connection and with it its lock died — gets
+// ErrLeaseLost and changes nothing.
+//
+// # Delivery
+//
+// While no claimer dies, every job is completed exactly once. A claimer that
+// dies gives its jobs back — at once where the claim is a lock (PostgreSQL
+// advisory locks), when the lease expires where it is a lease — so nothing
+// is lost, and a job may run twice only if its holder died or stalled
+// holding it. Handlers should therefore be idempotent.
+//
+// A run that lost its lease counts as a failed attempt (attempt + 1, the
+// error "lease expired" kept, dead after max_attempts), as in River and
+// Oban: a job that keeps killing its workers ends dead instead of looping.
+// A claim that is a lock (PostgreSQL advisory) writes nothing when it is
+// taken, so a claimer that dies there spends no attempt: its jobs simply
+// become claimable again.
+//
+// # Implementing a dialect
+//
+// A dialect implements [Driver] and [Claimer] and passes the conformance
+// suite in package integration. Checklist:
+//
+//   - Claim is one index range scan in (queue, priority, run_at, id) order
+//     that never waits on a row another claimer holds; time comparisons use
+//     the database clock.
+//   - Complete, Retry, Release and Extend run one statement per batch, match
+//     (id, token), and report misses with [LostLeases].
+//   - A cancelled context leaves no lock, claim or transaction behind.
+//   - Map driver errors: missing table to ErrNotMigrated, unique violation
+//     on the dedupe key to ErrDuplicate, deadlocks and lock timeouts to a
+//     dialect.RetryableError (see [IsRetryable]). Never put a DSN password
+//     in an error.
+//   - Lease-based claimers implement [LeaseDuration] so the Worker renews
+//     leases while handlers run.
+package queue
