@@ -1,0 +1,394 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/queue"
+)
+
+// rescueBatch bounds the expired leases one rescue gives back, so a claim
+// after a mass death stays short; the rest follow on the next claims.
+const rescueBatch = 1000
+
+// Claimer claims jobs with leases: a claim sets the job's state to claimed,
+// a random token and claimed_until = now + lease, all on the database
+// clock. Complete, Retry, Release and Extend match (id, token, claimed), so
+// a holder whose lease expired and was taken back gets queue.ErrLeaseLost.
+// A Claimer holds no connection between calls and is safe for concurrent
+// use.
+type Claimer struct {
+	d         *Driver
+	closed    atomic.Bool
+	abandoned atomic.Bool // see abandon
+
+	mu   sync.Mutex
+	held map[int64]int64 // id → token of the claims this claimer holds
+}
+
+// LeaseDuration returns how long a claim lasts without Extend.
+func (c *Claimer) LeaseDuration() time.Duration { return c.d.cfg.Lease }
+
+func (c *Claimer) check() error {
+	if c.closed.Load() || c.d.closed.Load() {
+		return queue.ErrClosed
+	}
+	return nil
+}
+
+// Claim takes up to n ready jobs of queue in (priority, run_at, id) order.
+//
+// It runs in one BEGIN IMMEDIATE transaction: first, at most every quarter
+// lease, a bounded rescue of expired leases; then the claim UPDATE; and when
+// that came up short of n and no rescue ran yet, a rescue and a second claim
+// for the rest, so expired jobs come back as soon as anyone asks for work.
+func (c *Claimer) Claim(ctx context.Context, q string, n int) ([]*queue.Job, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if err := dialect.ValidateQueue(q); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, n)
+	}
+	d := c.d
+	token := newToken()
+	var jobs []*queue.Job
+	err := d.write(ctx, true, func(ctx context.Context, r runner) error {
+		jobs = jobs[:0]
+		rescued := false
+		if d.rescueDue() {
+			if _, err := d.rescue(ctx, r); err != nil {
+				return err
+			}
+			rescued = true
+		}
+		var err error
+		if jobs, err = d.claim(ctx, r, jobs, q, n, token); err != nil {
+			return err
+		}
+		if len(jobs) < n && !rescued {
+			k, err := d.rescue(ctx, r)
+			if err != nil {
+				return err
+			}
+			if k > 0 {
+				if jobs, err = d.claim(ctx, r, jobs, q, n-len(jobs), token); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(jobs, func(a, b *queue.Job) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+	})
+	if !c.abandoned.Load() {
+		c.mu.Lock()
+		for _, j := range jobs {
+			c.held[j.ID] = j.Token
+		}
+		c.mu.Unlock()
+	}
+	return jobs, nil
+}
+
+// newToken returns a random nonzero claim token.
+func newToken() int64 {
+	for {
+		if t := rand.Int64(); t != 0 {
+			return t
+		}
+	}
+}
+
+func (d *Driver) claim(ctx context.Context, r runner, jobs []*queue.Job, q string, n int, token int64) ([]*queue.Job, error) {
+	rows, err := r.query(ctx, d.stmts.claim, token, d.leaseUS, q, n)
+	if err != nil {
+		return jobs, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			j                               queue.Job
+			priority, runAt, until, created int64
+			attempt, maxAttempts            int64
+			lastErr, dedupe                 sql.NullString
+		)
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &priority, &runAt, &attempt, &maxAttempts,
+			&j.Token, &until, &lastErr, &dedupe, &created); err != nil {
+			return jobs, interpret(err)
+		}
+		if j.Payload == nil {
+			j.Payload = []byte{}
+		}
+		j.Priority = int16(priority)
+		j.RunAt = fromMicros(runAt)
+		j.Attempt = int(attempt)
+		j.MaxAttempts = int(maxAttempts)
+		j.State = queue.StateClaimed
+		j.ClaimedUntil = fromMicros(until)
+		j.LastError = lastErr.String
+		j.DedupeKey = dedupe.String
+		j.CreatedAt = fromMicros(created)
+		jobs = append(jobs, &j)
+	}
+	return jobs, interpret(rows.Err())
+}
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// rescueDue reports whether a rate-limited rescue is due: at most every
+// quarter lease, unless the last one hit its bound.
+func (d *Driver) rescueDue() bool {
+	return int64(time.Since(d.start)) >= d.nextRescue.Load()
+}
+
+// rescue gives back up to rescueBatch expired leases and schedules the
+// next rate-limited rescue.
+func (d *Driver) rescue(ctx context.Context, r runner) (int, error) {
+	res, err := r.exec(ctx, d.stmts.rescue, rescueBatch)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, interpret(err)
+	}
+	next := time.Since(d.start)
+	if n < rescueBatch {
+		next += d.cfg.Lease / 4
+	}
+	d.nextRescue.Store(int64(next))
+	if n > 0 {
+		d.log.Debug("dbq: sqlite: rescued expired leases", "jobs", n)
+	}
+	return int(n), nil
+}
+
+// Rescue gives back every job whose lease has expired, in transactions of
+// at most 1,000 jobs, and returns how many. Claims do this on their own; a
+// Rescue call only makes the jobs claimable (and counted as ready) sooner.
+func (d *Driver) Rescue(ctx context.Context) (int, error) {
+	if d.closed.Load() {
+		return 0, queue.ErrClosed
+	}
+	total := 0
+	for {
+		var n int
+		err := d.write(ctx, false, func(ctx context.Context, r runner) error {
+			var err error
+			n, err = d.rescue(ctx, r)
+			return err
+		})
+		total += n
+		if err != nil || n < rescueBatch {
+			return total, err
+		}
+	}
+}
+
+// Complete deletes the held jobs named by leases.
+func (c *Claimer) Complete(ctx context.Context, leases []queue.Lease) error {
+	return c.end(ctx, leases, c.d.stmts.complete, leasesJSON(leases))
+}
+
+// Release puts held jobs back as they were, spending no attempt.
+func (c *Claimer) Release(ctx context.Context, leases []queue.Lease) error {
+	return c.end(ctx, leases, c.d.stmts.release, leasesJSON(leases))
+}
+
+// Extend renews the leases to now + the lease duration. The jobs stay held.
+func (c *Claimer) Extend(ctx context.Context, leases []queue.Lease) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if len(leases) == 0 {
+		return nil
+	}
+	done, err := c.d.batch(ctx, c.d.stmts.extend, leasesJSON(leases), c.d.leaseUS)
+	if err != nil {
+		return err
+	}
+	lost := queue.LostLeases(leases, done)
+	c.forgetLost(lost)
+	return lost
+}
+
+// Retry ends held jobs with a failure: attempt+1, run_at = now + Delay,
+// last_error = Error cut to queue.MaxErrorBytes; a job whose attempts are
+// spent, or with Dead set, becomes dead.
+func (c *Claimer) Retry(ctx context.Context, retries []queue.RetryParams) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	leases := make([]queue.Lease, len(retries))
+	for i, r := range retries {
+		if r.Delay < 0 {
+			return fmt.Errorf("%w: retry %d: negative Delay %v", queue.ErrInvalidJob, i, r.Delay)
+		}
+		leases[i] = r.Lease
+	}
+	return c.end(ctx, leases, c.d.stmts.retry, retriesJSON(retries))
+}
+
+// end runs a statement that ends claims and drops them from c.held.
+func (c *Claimer) end(ctx context.Context, leases []queue.Lease, st *stmt, arg string) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if len(leases) == 0 {
+		return nil
+	}
+	done, err := c.d.batch(ctx, st, arg)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, l := range leases {
+		if tok, ok := c.held[l.ID]; ok && tok == l.Token {
+			delete(c.held, l.ID)
+		}
+	}
+	c.mu.Unlock()
+	return queue.LostLeases(leases, done)
+}
+
+// forgetLost drops lost leases from c.held: they are someone else's now.
+func (c *Claimer) forgetLost(err error) {
+	var lost *queue.LeaseLostError
+	if !errors.As(err, &lost) {
+		return
+	}
+	c.mu.Lock()
+	for _, id := range lost.IDs {
+		delete(c.held, id)
+	}
+	c.mu.Unlock()
+}
+
+// batch runs one autocommit statement over a whole batch and returns the
+// ids it changed.
+func (d *Driver) batch(ctx context.Context, st *stmt, args ...any) ([]int64, error) {
+	var done []int64
+	err := d.write(ctx, false, func(ctx context.Context, r runner) error {
+		done = done[:0]
+		rows, err := r.query(ctx, st, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return interpret(err)
+			}
+			done = append(done, id)
+		}
+		return interpret(rows.Err())
+	})
+	return done, err
+}
+
+// leasesJSON encodes leases as [[id,token],…] for json_each.
+func leasesJSON(leases []queue.Lease) string {
+	b := make([]byte, 0, 2+len(leases)*24)
+	b = append(b, '[')
+	for i, l := range leases {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, l.ID, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, l.Token, 10)
+		b = append(b, ']')
+	}
+	return string(append(b, ']'))
+}
+
+// retriesJSON encodes retries as [[id,token,delay_us,error,dead],…].
+func retriesJSON(retries []queue.RetryParams) string {
+	b := make([]byte, 0, 2+len(retries)*48)
+	b = append(b, '[')
+	for i, r := range retries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, r.Lease.ID, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, r.Lease.Token, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, r.Delay.Microseconds(), 10)
+		b = append(b, ',')
+		msg, _ := json.Marshal(truncate(r.Error, queue.MaxErrorBytes)) // a string always marshals
+		b = append(b, msg...)
+		if r.Dead {
+			b = append(b, ",1]"...)
+		} else {
+			b = append(b, ",0]"...)
+		}
+	}
+	return string(append(b, ']'))
+}
+
+// truncate cuts s to at most max bytes without splitting a UTF-8 sequence.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && cut > max-utf8.UTFMax && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// Close gives back every job this claimer still holds (those whose lease
+// it lost stay with their new holder) and closes the claimer. Further calls
+// return queue.ErrClosed.
+func (c *Claimer) Close(ctx context.Context) error {
+	if c.closed.Swap(true) {
+		return queue.ErrClosed
+	}
+	c.mu.Lock()
+	leases := make([]queue.Lease, 0, len(c.held))
+	for id, tok := range c.held {
+		leases = append(leases, queue.Lease{ID: id, Token: tok})
+	}
+	clear(c.held)
+	c.mu.Unlock()
+	if len(leases) == 0 || c.d.closed.Load() {
+		return nil
+	}
+	_, err := c.d.batch(ctx, c.d.stmts.release, leasesJSON(leases))
+	return err
+}
+
+// abandon makes c behave like a claimer whose process died: Close gives
+// nothing back, so its jobs return only when their leases expire. Its
+// other calls still work, as a zombie's would, and meet ErrLeaseLost once
+// the jobs are taken back.
+func (c *Claimer) abandon() {
+	c.abandoned.Store(true)
+	c.mu.Lock()
+	clear(c.held)
+	c.mu.Unlock()
+}

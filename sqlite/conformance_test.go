@@ -1,0 +1,112 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/integration"
+	"github.com/dbqueue/dbq/migrations"
+	"github.com/dbqueue/dbq/queue"
+	"github.com/pressly/goose/v3"
+)
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	integration.Run(t, harness())
+}
+
+func harness() integration.Harness {
+	return integration.Harness{
+		Dialect: string(dialect.SQLite),
+		NewQueue: func(t *testing.T, cfg queue.Config, migrate bool) *queue.Queue {
+			t.Helper()
+			return newTestQueue(t, filepath.Join(t.TempDir(), "dbq.db"), cfg, migrate)
+		},
+		Migrator: func(t *testing.T, q *queue.Queue) *goose.Provider {
+			t.Helper()
+			p, err := migrations.NewProvider(context.Background(), dialect.SQLite, driverOf(t, q).DB(), q.Config().Names())
+			if err != nil {
+				t.Fatalf("migrations.NewProvider: %v", err)
+			}
+			return p
+		},
+		// A SQLite claimer holds no connection: a dead one is one that
+		// stops, leaving its leases to expire.
+		Kill: func(t *testing.T, c queue.Claimer) {
+			t.Helper()
+			sc, ok := c.(*Claimer)
+			if !ok {
+				t.Fatalf("Kill: %T is not a *sqlite.Claimer", c)
+			}
+			sc.abandon()
+		},
+		Leftovers: leftovers,
+	}
+}
+
+// newTestQueue opens the file at path as a Queue, migrated if asked, and
+// closes it at t's cleanup.
+func newTestQueue(t testing.TB, path string, cfg queue.Config, migrate bool) *queue.Queue {
+	t.Helper()
+	ctx := context.Background()
+	q, err := Open(ctx, path, Config{Config: cfg})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	if migrate {
+		if err := Migrate(ctx, driverOf(t, q).DB(), Config{Config: cfg}); err != nil {
+			t.Fatalf("Migrate: %v", err)
+		}
+	}
+	return q
+}
+
+func driverOf(t testing.TB, q *queue.Queue) *Driver {
+	t.Helper()
+	d, ok := q.Driver().(*Driver)
+	if !ok {
+		t.Fatalf("driver is %T, not *sqlite.Driver", q.Driver())
+	}
+	return d
+}
+
+func openDB(dsn string) (*sql.DB, error) { return sql.Open(DriverName, dsn) }
+
+// leftovers reports what c's queue leaves behind besides its claims: a
+// write gate still taken, or SQLite's write lock held by a connection of
+// the pool (a transaction left open). It probes the lock from a fresh
+// connection that does not wait.
+func leftovers(t *testing.T, c queue.Claimer) []string {
+	t.Helper()
+	d := c.(*Claimer).d
+	var out []string
+	if len(d.gate) != 0 {
+		out = append(out, "write gate taken")
+	}
+	var seq int
+	var name, file string
+	if err := d.db.QueryRow("PRAGMA database_list").Scan(&seq, &name, &file); err != nil {
+		t.Fatalf("database_list: %v", err)
+	}
+	probe, err := sql.Open(DriverName, file+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	conn, err := probe.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		return append(out, "write lock held: "+err.Error())
+	}
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -1,0 +1,103 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+
+	"github.com/dbqueue/dbq/queue"
+)
+
+// enqueueChunk is the most jobs one INSERT carries: 500 × 7 parameters
+// stays far below SQLite's 32,766-variable limit and keeps statements
+// small enough to prepare quickly.
+const enqueueChunk = 500
+
+// Enqueue inserts jobs atomically and returns their IDs in input order. tx
+// is nil (Enqueue runs its own BEGIN IMMEDIATE transaction) or a *sql.Tx of
+// a modernc.org/sqlite *sql.DB on the same file, in which the jobs become
+// visible when, and only if, it commits. Any other type gives
+// queue.ErrUnsupportedTx. A dedupe-key collision gives queue.ErrDuplicate
+// and inserts nothing.
+func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]int64, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	switch t := tx.(type) {
+	case nil:
+		var ids []int64
+		err := d.write(ctx, true, func(ctx context.Context, r runner) error {
+			var err error
+			ids, err = d.insert(ctx, r, jobs)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return ids, nil
+	case *sql.Tx:
+		if t == nil {
+			return nil, fmt.Errorf("%w: nil *sql.Tx", queue.ErrUnsupportedTx)
+		}
+		// No retry here: after an error the caller's transaction decides.
+		return d.insert(ctx, runner{d: d, tx: t}, jobs)
+	default:
+		return nil, fmt.Errorf("%w: sqlite takes a *sql.Tx, not %T", queue.ErrUnsupportedTx, tx)
+	}
+}
+
+// insert runs the INSERTs for jobs, chunk by chunk, on e.
+//
+// IDs come back in input order because ids are AUTOINCREMENT, the rows of
+// one VALUES list are inserted in order, and the write lock is held for the
+// whole transaction: sorting what RETURNING gives (whose order SQLite does
+// not promise) restores input order.
+func (d *Driver) insert(ctx context.Context, r runner, jobs []queue.NewJob) ([]int64, error) {
+	ids := make([]int64, 0, len(jobs))
+	for chunk := range slices.Chunk(jobs, enqueueChunk) {
+		args := make([]any, 0, len(chunk)*enqueueRowParams)
+		for _, j := range chunk {
+			var runAt, dedupe any
+			if !j.RunAt.IsZero() {
+				runAt = j.RunAt.UnixMicro()
+			}
+			if j.DedupeKey != "" {
+				dedupe = j.DedupeKey
+			}
+			payload := j.Payload
+			if payload == nil {
+				payload = []byte{}
+			}
+			args = append(args, j.Queue, payload, int64(j.Priority), runAt, j.Delay.Microseconds(), int64(j.MaxAttempts), dedupe)
+		}
+		rows, err := r.query(ctx, d.stmts.enqueue(len(chunk)), args...)
+		if err != nil {
+			return nil, err
+		}
+		start := len(ids)
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, interpret(err)
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return nil, interpret(err)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, interpret(err)
+		}
+		if got := len(ids) - start; got != len(chunk) {
+			return nil, fmt.Errorf("dbq: sqlite: insert returned %d ids for %d jobs", got, len(chunk))
+		}
+		slices.Sort(ids[start:])
+	}
+	return ids, nil
+}

@@ -1,0 +1,17 @@
+-- Claims up to ?4 ready jobs of queue ?3 in (priority, run_at, id) order:
+-- the subquery is a range scan of the partial claim index. ?1 is the
+-- claim's token, ?2 the lease in µs. Runs inside BEGIN IMMEDIATE, so no
+-- other writer can take the same rows.
+UPDATE {{jobs}}
+SET state = 'claimed',
+    claim_token = ?1,
+    claimed_until = (CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000) + ?2
+WHERE id IN (
+    SELECT id FROM {{jobs}}
+    WHERE queue = ?3
+      AND state = 'ready'
+      AND run_at <= (CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000)
+    ORDER BY priority, run_at, id
+    LIMIT ?4)
+RETURNING id, queue, payload, priority, run_at, attempt, max_attempts,
+          claim_token, claimed_until, last_error, dedupe_key, created_at

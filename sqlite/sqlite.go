@@ -1,0 +1,282 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/migrations"
+	"github.com/dbqueue/dbq/queue"
+	_ "modernc.org/sqlite" // registers driver "sqlite"
+)
+
+// DriverName is the database/sql driver name of modernc.org/sqlite.
+const DriverName = "sqlite"
+
+// BusyTimeout is how long a connection opened by [Open] (or with a [DSN])
+// waits for another connection's write lock before SQLITE_BUSY.
+const BusyTimeout = 10 * time.Second
+
+// Config configures the SQLite dialect. The zero value means the defaults
+// documented on queue.Config; Config.Schema is ignored (a SQLite file is
+// its own schema).
+type Config struct {
+	queue.Config
+}
+
+// Driver is the SQLite [queue.Driver]. Get it from a Queue with
+// q.Driver().(*sqlite.Driver), for example to reach [Driver.DB].
+type Driver struct {
+	db      *sql.DB
+	ownDB   bool // opened by Open, closed by Close
+	cfg     queue.Config
+	names   dialect.Names
+	stmts   *statements
+	leaseUS int64
+	log     *slog.Logger
+
+	gate   chan struct{} // one in-process writer at a time; see write
+	noGate bool          // tests only: compare with the bare busy handler
+
+	start      time.Time
+	nextRescue atomic.Int64 // nanoseconds since start
+	closed     atomic.Bool
+}
+
+var (
+	_ queue.Driver        = (*Driver)(nil)
+	_ queue.Claimer       = (*Claimer)(nil)
+	_ queue.LeaseDuration = (*Claimer)(nil)
+)
+
+// DSN returns the modernc.org/sqlite data source name [Open] uses for the
+// database file path: WAL journal, synchronous=NORMAL, a busy timeout of
+// [BusyTimeout] and BEGIN IMMEDIATE for database/sql transactions, set on
+// every connection of the pool. Query parameters already on path (after
+// '?') are kept, and win over these defaults. Use it to open a *sql.DB
+// for [New].
+func DSN(path string) (string, error) {
+	file, query, _ := strings.Cut(path, "?")
+	if file == "" {
+		return "", fmt.Errorf("%w: sqlite: empty database path", queue.ErrInvalidConfig)
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", fmt.Errorf("%w: sqlite: bad query in database path: %v", queue.ErrInvalidConfig, err)
+	}
+	if file == ":memory:" || strings.HasPrefix(file, "file::memory:") || strings.EqualFold(q.Get("mode"), "memory") {
+		return "", fmt.Errorf("%w: sqlite: an in-memory database is private to one connection; use a file", queue.ErrInvalidConfig)
+	}
+	// has reports whether the caller set pragma, by _pragma or by one of
+	// the driver's shorthand keys.
+	has := func(pragma string, keys ...string) bool {
+		for _, k := range keys {
+			if _, ok := q[k]; ok {
+				return true
+			}
+		}
+		for _, p := range q["_pragma"] {
+			if pragma != "" && strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), pragma) {
+				return true
+			}
+		}
+		return false
+	}
+	params := []string{}
+	if query != "" {
+		params = append(params, query)
+	}
+	if !has("busy_timeout", "_busy_timeout", "_timeout") {
+		params = append(params, fmt.Sprintf("_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	}
+	if !has("journal_mode", "_journal_mode", "_journal") {
+		params = append(params, "_pragma=journal_mode(WAL)")
+	}
+	if !has("synchronous", "_synchronous", "_sync") {
+		params = append(params, "_pragma=synchronous(NORMAL)")
+	}
+	if !has("", "_txlock") {
+		params = append(params, "_txlock=immediate")
+	}
+	return file + "?" + strings.Join(params, "&"), nil
+}
+
+// Open opens (creating it if needed) the SQLite database file at path with
+// a *sql.DB of its own, configured as [DSN] describes, and returns a Queue
+// over it. Queue.Close closes that *sql.DB. Open does not migrate: call
+// [Migrate] (or `dbq migrate up`) once first.
+func Open(ctx context.Context, path string, cfg Config) (*queue.Queue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	db, err := OpenDB(path)
+	if err != nil {
+		return nil, err
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("dbq: sqlite: open %s: %w", file(path), err)
+	}
+	q, err := newQueue(db, true, cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		q.Config().Logger.Warn("dbq: sqlite: database is not in WAL mode; readers will block the writer",
+			"path", file(path), "journal_mode", mode)
+	}
+	return q, nil
+}
+
+// OpenDB opens (creating it if needed) the SQLite database file at path as
+// a *sql.DB configured as [DSN] describes, for [New], [Migrate] or goose.
+// The caller closes it.
+func OpenDB(path string) (*sql.DB, error) {
+	dsn, err := DSN(path)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open(DriverName, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("dbq: sqlite: open %s: %w", file(path), err)
+	}
+	return db, nil
+}
+
+// file is the path part of a path with query parameters, for messages.
+func file(path string) string {
+	f, _, _ := strings.Cut(path, "?")
+	return f
+}
+
+// New returns a Queue over db, a *sql.DB of the modernc.org/sqlite driver
+// that the caller opened and closes. Open db with [DSN] so that every
+// connection has WAL, a busy timeout and synchronous=NORMAL; without a busy
+// timeout, writers of other processes meet SQLITE_BUSY, which dbq retries
+// only a few times.
+func New(db *sql.DB, cfg Config) (*queue.Queue, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: sqlite: nil *sql.DB", queue.ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newQueue(db, false, cfg)
+}
+
+func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
+	qc := cfg.Config.WithDefaults()
+	qc.Schema = "" // a SQLite file has no schemas
+	names := qc.Names()
+	stmts, err := loadStatements(names)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{
+		db:      db,
+		ownDB:   own,
+		cfg:     qc,
+		names:   names,
+		stmts:   stmts,
+		leaseUS: qc.Lease.Microseconds(),
+		log:     qc.Logger,
+		gate:    make(chan struct{}, 1),
+		start:   time.Now(),
+	}
+	return queue.New(d, qc)
+}
+
+// Migrate applies every pending migration of the job schema to db, for the
+// table names of cfg.
+func Migrate(ctx context.Context, db *sql.DB, cfg Config) error {
+	if db == nil {
+		return fmt.Errorf("%w: sqlite: nil *sql.DB", queue.ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return migrations.Up(ctx, dialect.SQLite, db, sqliteNames(cfg.Config))
+}
+
+// sqliteNames drops the schema, which SQLite ignores.
+func sqliteNames(c queue.Config) dialect.Names {
+	n := c.Names()
+	n.Schema = ""
+	return n
+}
+
+// Dialect returns "sqlite".
+func (d *Driver) Dialect() string { return string(dialect.SQLite) }
+
+// DB returns the *sql.DB the driver uses, for a transaction to pass to
+// Queue.EnqueueTx. Do not close it when the Queue came from [Open].
+func (d *Driver) DB() *sql.DB { return d.db }
+
+// Names returns the table names the driver uses.
+func (d *Driver) Names() dialect.Names { return d.names }
+
+// Close closes the *sql.DB if [Open] opened it; a *sql.DB given to [New]
+// stays open.
+func (d *Driver) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	d.stmts.close()
+	if !d.ownDB {
+		return nil
+	}
+	if err := d.db.Close(); err != nil {
+		return fmt.Errorf("dbq: sqlite: close: %w", err)
+	}
+	return nil
+}
+
+// NewClaimer returns a Claimer. SQLite claims are leases kept in the jobs
+// table, so a Claimer holds no connection between calls; it takes one
+// from the pool per call.
+func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &Claimer{d: d, held: map[int64]int64{}}, nil
+}
+
+// Stats counts jobs per queue, ordered by queue name. A claimed job whose
+// lease has expired counts as ready, since the next claim takes it back.
+func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	var out []queue.QueueStats
+	err := retry(ctx, func() error {
+		out = out[:0]
+		rows, err := runner{d: d}.query(ctx, d.stmts.stats)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s queue.QueueStats
+			if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge); err != nil {
+				return interpret(err)
+			}
+			out = append(out, s)
+		}
+		return interpret(rows.Err())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
