@@ -1,0 +1,547 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/queue"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// AdvisoryClaimer claims jobs with session advisory locks (SEEDS 000) on a
+// connection of its own, taken from the pool by NewClaimer and given back,
+// with no lock left, by Close. A claimed job's row is not written: the lock
+// is the claim, and it ends when the claimer unlocks it or its connection
+// closes. Its methods run one at a time.
+//
+// Leases carry a token drawn at random for each connection. If the
+// connection breaks, its locks are gone: every lease of that connection is
+// lost (ErrLeaseLost), and the next Claim takes a new connection.
+type AdvisoryClaimer struct {
+	d *Driver
+
+	mu     sync.Mutex
+	conn   *pgxpool.Conn // nil once a broken connection is dropped
+	token  int64
+	held   map[int64]lockKey // jobs this connection holds, by id
+	nss    map[int32]bool    // lock namespaces this connection has used
+	closed bool
+
+	postCheck bool
+	dropped   atomic.Int64
+	swept     atomic.Int64 // stray locks released by sweep, for tests
+}
+
+var _ queue.Claimer = (*AdvisoryClaimer)(nil)
+
+// lockKey is a two-key advisory lock: the table's namespace and the job id
+// folded to int4.
+type lockKey struct{ ns, k int32 }
+
+// fold is the second lock key of job id, as id::bit(32)::int4 computes it
+// in SQL: the low 32 bits. Ids 2^32 apart share a key; that can only make a
+// job look busy to other claimers, never hand it to two (see the post-check
+// in Claim).
+func fold(id int64) int32 { return int32(uint32(id)) }
+
+func newAdvisoryClaimer(d *Driver) *AdvisoryClaimer {
+	return &AdvisoryClaimer{d: d, postCheck: !d.noPostCheck}
+}
+
+// PostCheckDropped counts the jobs this claimer locked and then let go
+// because the post-check found them completed, retried or otherwise no
+// longer ready: each one is a job that would have run twice without it.
+func (c *AdvisoryClaimer) PostCheckDropped() int64 { return c.dropped.Load() }
+
+// connect takes a connection from the pool and starts a new lease session
+// on it. c.mu is held.
+func (c *AdvisoryClaimer) connect(ctx context.Context) error {
+	conn, err := c.d.pool.Acquire(ctx)
+	if err != nil {
+		return interpret("acquire connection", err)
+	}
+	c.conn = conn
+	c.token = rand.Int64N(math.MaxInt64-1) + 1
+	c.held = map[int64]lockKey{}
+	c.nss = map[int32]bool{}
+	if err := c.lookupNamespace(ctx); err != nil {
+		c.dropConn()
+		return err
+	}
+	return nil
+}
+
+// lookupNamespace learns the table's lock namespace (its oid), when it
+// exists. c.mu is held.
+func (c *AdvisoryClaimer) lookupNamespace(ctx context.Context) error {
+	gctx, done := guard(ctx, c.conn.Conn().PgConn())
+	defer done()
+	var (
+		pid int32
+		ns  pgtype.Int4
+	)
+	if err := c.conn.QueryRow(gctx, c.d.stmts.namespace, c.d.stmts.table).Scan(&pid, &ns); err != nil {
+		return failed(ctx, "look up the jobs table", err)
+	}
+	if ns.Valid {
+		c.nss[ns.Int32] = true
+	}
+	return nil
+}
+
+// dropConn closes the connection, which ends its session and with it every
+// lock it holds, and forgets its leases. c.mu is held.
+func (c *AdvisoryClaimer) dropConn() {
+	if c.conn == nil {
+		return
+	}
+	pc := c.conn
+	c.conn = nil
+	c.held, c.nss = nil, nil
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	_ = pc.Conn().Close(ctx)
+	cancel()
+	pc.Release() // a closed connection is destroyed, not pooled
+}
+
+// broken reports whether c's connection is gone, dropping it if so.
+// c.mu is held.
+func (c *AdvisoryClaimer) broken() bool {
+	if c.conn == nil {
+		return true
+	}
+	if c.conn.Conn().IsClosed() {
+		c.dropConn()
+		return true
+	}
+	return false
+}
+
+// settle restores the invariant that the connection holds the locks of
+// exactly the jobs in c.held, after a statement failed or was cut off
+// partway (session locks survive a cancelled statement): it finds the
+// session's locks in pg_locks and releases those that are not held jobs'.
+// It runs on a context of its own. If that fails, the connection is
+// dropped, which releases everything. c.mu is held.
+func (c *AdvisoryClaimer) settle() {
+	if c.broken() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	var err error
+	for range 3 {
+		if err = c.sweep(ctx); err == nil {
+			return
+		}
+		if c.broken() {
+			return
+		}
+	}
+	c.d.log.Warn("dbq: postgres: could not release stray advisory locks; dropping the connection", "err", err)
+	c.dropConn()
+}
+
+// sweep releases this session's advisory locks in our namespaces that no
+// held job accounts for. c.mu is held.
+func (c *AdvisoryClaimer) sweep(ctx context.Context) error {
+	if err := c.lookupNamespace(ctx); err != nil && !errors.Is(err, queue.ErrNotMigrated) {
+		return err
+	}
+	mine := make(map[lockKey]bool, len(c.held))
+	for _, k := range c.held {
+		mine[k] = true
+	}
+	for range 3 {
+		rows, err := c.conn.Query(ctx, c.d.stmts.heldLocks)
+		if err != nil {
+			return err
+		}
+		locks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (lockKey, error) {
+			var l lockKey
+			err := r.Scan(&l.ns, &l.k)
+			return l, err
+		})
+		if err != nil {
+			return err
+		}
+		var nss, ks []int32
+		for _, l := range locks {
+			if c.nss[l.ns] && !mine[l] {
+				nss, ks = append(nss, l.ns), append(ks, l.k)
+			}
+		}
+		if len(nss) == 0 {
+			return nil
+		}
+		// A stray lock may be held more than once; look again after.
+		if _, err := c.conn.Exec(ctx, c.d.stmts.unlock, nss, ks); err != nil {
+			return err
+		}
+		c.swept.Add(int64(len(nss)))
+	}
+	return errors.New("dbq: postgres: advisory locks keep coming back")
+}
+
+// Claim returns up to n ready jobs of queue, each locked by this claimer
+// alone, in (priority, run_at, id) order.
+//
+// It runs two statements on the claimer's connection. claim_advisory.sql
+// walks the claim index and locks rows one by one until it has n, skipping
+// rows other sessions hold. Then the post-check (postcheck.sql) reads the
+// locked rows again and keeps only those still ready: a job another
+// claimer completed or retried after the first statement's snapshot, and
+// unlocked before this one's lock, is let go (counted in
+// PostCheckDropped). The post-check sees such a change because claimers
+// unlock only after their change has committed.
+//
+// A claim cut off by ctx, or failing partway, releases whatever it locked
+// before returning; a claim that finished before ctx ended returns its
+// jobs.
+func (c *AdvisoryClaimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.Job, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, n)
+	}
+	if err := dialect.ValidateQueue(queueName); err != nil {
+		return nil, err
+	}
+	n = min(n, math.MaxInt32)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, queue.ErrClosed
+	}
+	if ctx.Err() != nil {
+		return nil, ctxErr("claim", ctx)
+	}
+	if c.conn == nil {
+		if err := c.connect(ctx); err != nil {
+			return nil, err
+		}
+	}
+	locked, err := c.lock(ctx, queueName, n)
+	if err != nil {
+		c.settle()
+		return nil, err
+	}
+	if len(locked) == 0 {
+		return nil, nil
+	}
+	for _, l := range locked {
+		c.nss[l.NS] = true // so that a sweep after a failed post-check finds them
+	}
+	var jobs []*queue.Job
+	if c.postCheck {
+		if ctx.Err() != nil {
+			c.settle()
+			return nil, ctxErr("claim", ctx)
+		}
+		if jobs, err = c.check(ctx, locked); err != nil {
+			c.settle()
+			return nil, err
+		}
+	} else {
+		jobs = make([]*queue.Job, len(locked))
+		for i, l := range locked {
+			jobs[i] = &queue.Job{ID: l.ID, Queue: queueName, Priority: l.Priority, RunAt: l.RunAt, State: queue.StateReady}
+		}
+	}
+	keep := make(map[int64]bool, len(jobs))
+	for _, j := range jobs {
+		keep[j.ID] = true
+	}
+	var nss, ks []int32
+	for _, l := range locked {
+		if keep[l.ID] {
+			c.held[l.ID] = lockKey{l.NS, fold(l.ID)}
+		} else {
+			nss, ks = append(nss, l.NS), append(ks, fold(l.ID))
+		}
+	}
+	if len(nss) > 0 {
+		c.dropped.Add(int64(len(nss)))
+		if err := c.unlock(nss, ks); err != nil {
+			c.settle() // they are not held, so a sweep releases them
+		}
+		if c.conn == nil {
+			return nil, errors.New("dbq: postgres: claim: the claimer's connection broke; its jobs are claimable again")
+		}
+	}
+	for _, j := range jobs {
+		j.State = queue.StateClaimed
+		j.Token = c.token
+	}
+	slices.SortFunc(jobs, func(a, b *queue.Job) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+// lockedRow is a row claim_advisory.sql locked.
+type lockedRow struct {
+	ID       int64
+	NS       int32
+	Priority int16
+	RunAt    time.Time
+}
+
+// lock runs claim_advisory.sql. c.mu is held.
+func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]lockedRow, error) {
+	heldIDs := make([]int64, 0, len(c.held))
+	for id := range c.held {
+		heldIDs = append(heldIDs, id)
+	}
+	gctx, done := guard(ctx, c.conn.Conn().PgConn())
+	defer done()
+	rows, err := c.conn.Query(gctx, c.d.stmts.claimAdvisory, queueName, heldIDs, int32(n))
+	if err != nil {
+		return nil, failed(ctx, "claim", err)
+	}
+	locked, err := pgx.CollectRows(rows, pgx.RowToStructByPos[lockedRow])
+	if err != nil {
+		return nil, failed(ctx, "claim", err)
+	}
+	return locked, nil
+}
+
+// check runs the post-check and returns the jobs still ready, read fresh.
+// c.mu is held.
+func (c *AdvisoryClaimer) check(ctx context.Context, locked []lockedRow) ([]*queue.Job, error) {
+	ids := make([]int64, len(locked))
+	for i, l := range locked {
+		ids[i] = l.ID
+	}
+	gctx, done := guard(ctx, c.conn.Conn().PgConn())
+	defer done()
+	rows, err := c.conn.Query(gctx, c.d.stmts.postcheck, ids)
+	if err != nil {
+		return nil, failed(ctx, "claim post-check", err)
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) {
+		var (
+			j         queue.Job
+			lastError pgtype.Text
+			dedupe    pgtype.Text
+			attempt   int32
+			maxAtt    int32
+		)
+		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &attempt, &maxAtt, &lastError, &dedupe, &j.CreatedAt)
+		j.Attempt, j.MaxAttempts = int(attempt), int(maxAtt)
+		j.LastError, j.DedupeKey = lastError.String, dedupe.String
+		return &j, err
+	})
+	if err != nil {
+		return nil, failed(ctx, "claim post-check", err)
+	}
+	return jobs, nil
+}
+
+// unlock releases the given locks on a context of its own: a lock must go
+// once the change it guarded has committed, whatever the caller's context.
+// c.mu is held.
+func (c *AdvisoryClaimer) unlock(nss, ks []int32) error {
+	if c.broken() {
+		return nil // the session and its locks are gone
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	_, err := c.conn.Exec(ctx, c.d.stmts.unlock, nss, ks)
+	return err
+}
+
+// release forgets the held jobs ids and unlocks them. c.mu is held.
+func (c *AdvisoryClaimer) release(ids []int64) {
+	nss := make([]int32, 0, len(ids))
+	ks := make([]int32, 0, len(ids))
+	for _, id := range ids {
+		k, ok := c.held[id]
+		if !ok {
+			continue
+		}
+		delete(c.held, id)
+		nss, ks = append(nss, k.ns), append(ks, k.k)
+	}
+	if len(nss) == 0 {
+		return
+	}
+	if err := c.unlock(nss, ks); err != nil {
+		c.settle()
+	}
+}
+
+// start begins a Complete, Retry, Release or Extend: it checks the claimer
+// and ctx and splits the leases into those this connection holds and the
+// lost rest. c.mu is held.
+func (c *AdvisoryClaimer) start(ctx context.Context, op string, leases []queue.Lease) ([]int64, error) {
+	if c.closed {
+		return nil, queue.ErrClosed
+	}
+	if ctx.Err() != nil {
+		return nil, ctxErr(op, ctx)
+	}
+	var valid []int64
+	for _, l := range leases {
+		if _, ok := c.held[l.ID]; ok && l.Token == c.token && c.conn != nil {
+			valid = append(valid, l.ID)
+		}
+	}
+	return valid, nil
+}
+
+// Complete deletes the jobs, then, once the delete has committed, unlocks
+// them. Leases this connection does not hold are reported lost.
+func (c *AdvisoryClaimer) Complete(ctx context.Context, leases []queue.Lease) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	valid, err := c.start(ctx, "complete", leases)
+	if err != nil || len(valid) == 0 {
+		return cmp.Or(err, queue.LostLeases(leases, nil))
+	}
+	done, err := guardedIDs(ctx, c.conn.Conn(), c.d.stmts.completeAdvisory, valid)
+	if err != nil {
+		if c.broken() {
+			return queue.LostLeases(leases, nil)
+		}
+		return failed(ctx, "complete", err)
+	}
+	// The delete has committed: only now may the locks go (see claim).
+	c.release(valid)
+	return queue.LostLeases(leases, done)
+}
+
+// Retry records the failures (retry_advisory.sql), then, once that has
+// committed, unlocks the jobs. Leases this connection does not hold are
+// reported lost.
+func (c *AdvisoryClaimer) Retry(ctx context.Context, retries []queue.RetryParams) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	leases := make([]queue.Lease, len(retries))
+	for i, r := range retries {
+		leases[i] = r.Lease
+	}
+	valid, err := c.start(ctx, "retry", leases)
+	if err != nil || len(valid) == 0 {
+		return cmp.Or(err, queue.LostLeases(leases, nil))
+	}
+	ok := make(map[int64]bool, len(valid))
+	for _, id := range valid {
+		ok[id] = true
+	}
+	var (
+		ids    []int64
+		delays []int64
+		errs   []string
+		dead   []bool
+	)
+	for _, r := range retries {
+		if ok[r.Lease.ID] {
+			ids = append(ids, r.Lease.ID)
+			delays = append(delays, max(r.Delay, 0).Microseconds())
+			errs = append(errs, errorText(r.Error))
+			dead = append(dead, r.Dead)
+		}
+	}
+	done, err := guardedIDs(ctx, c.conn.Conn(), c.d.stmts.retryAdvisory, ids, delays, errs, dead)
+	if err != nil {
+		if c.broken() {
+			return queue.LostLeases(leases, nil)
+		}
+		return failed(ctx, "retry", err)
+	}
+	c.release(valid)
+	return queue.LostLeases(leases, done)
+}
+
+// Release unlocks the jobs: they are claimable again at once, attempt
+// unchanged. Leases this connection does not hold are reported lost.
+func (c *AdvisoryClaimer) Release(ctx context.Context, leases []queue.Lease) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	valid, err := c.start(ctx, "release", leases)
+	if err != nil {
+		return err
+	}
+	c.release(valid)
+	return queue.LostLeases(leases, valid)
+}
+
+// Extend checks that the leases are still this claimer's, including that
+// its connection is alive; advisory claims last as long as the connection,
+// so there is nothing to renew.
+func (c *AdvisoryClaimer) Extend(ctx context.Context, leases []queue.Lease) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	valid, err := c.start(ctx, "extend", leases)
+	if err != nil || len(valid) == 0 {
+		return cmp.Or(err, queue.LostLeases(leases, nil))
+	}
+	gctx, done := guard(ctx, c.conn.Conn().PgConn())
+	err = c.conn.Conn().Ping(gctx)
+	done()
+	if err != nil {
+		if c.broken() {
+			return queue.LostLeases(leases, nil)
+		}
+		return failed(ctx, "extend", err)
+	}
+	return queue.LostLeases(leases, valid)
+}
+
+// Close unlocks every job still held, so they are claimable at once, and
+// gives the connection back to the pool holding no lock (or closes it, if
+// the unlock fails). Further calls return queue.ErrClosed.
+func (c *AdvisoryClaimer) Close(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return queue.ErrClosed
+	}
+	c.closed = true
+	c.d.forget(c)
+	if c.conn == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if _, err := c.conn.Exec(cctx, c.d.stmts.unlockAll); err != nil {
+		c.dropConn() // closing the session releases its locks all the same
+		return nil
+	}
+	c.conn.Release()
+	c.conn, c.held, c.nss = nil, nil, nil
+	return nil
+}
+
+// backendPID returns the server process of the claimer's connection, 0
+// when it has none. For tests.
+func (c *AdvisoryClaimer) backendPID() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return 0
+	}
+	return c.conn.Conn().PgConn().PID()
+}
+
+// heldIDs returns the jobs the claimer holds. For tests.
+func (c *AdvisoryClaimer) heldIDs() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]int64, 0, len(c.held))
+	for id := range c.held {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -1,0 +1,280 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dbqueue/dbq/queue"
+)
+
+// wantLocks fails unless c's session holds advisory locks for exactly the
+// jobs want, and c's own record agrees.
+func wantLocks(t *testing.T, step string, c *AdvisoryClaimer, want []int64) {
+	t.Helper()
+	want = slices.Clone(want)
+	slices.Sort(want)
+	if got := lockedIDs(t, c.backendPID()); !slices.Equal(got, want) {
+		t.Fatalf("%s: session holds locks %v, want %v", step, got, want)
+	}
+	if got := c.heldIDs(); !slices.Equal(got, want) {
+		t.Fatalf("%s: claimer records %v, want %v", step, got, want)
+	}
+}
+
+// TestAdvisoryHoldsExactlyItsLocks: the claimer's session holds the locks of
+// exactly the jobs it returned and has not ended, after claims that walk
+// past rows another claimer holds, partial completes, releases, retries,
+// claims cut off by their context and claims of an empty queue.
+func TestAdvisoryHoldsExactlyItsLocks(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, Config{}, true)
+	enqueueN(t, q, "locks", 500)
+	other := advisoryClaimer(t, q)
+	first := claim(t, other, "locks", 60) // the claim index's head is busy
+	c := advisoryClaimer(t, q)
+	var held []int64
+	for _, n := range []int{1, 10, 100} {
+		jobs := claim(t, c, "locks", n)
+		if len(jobs) != n {
+			t.Fatalf("Claim(%d) got %d", n, len(jobs))
+		}
+		for _, j := range jobs {
+			if slices.Contains(ids(first), j.ID) {
+				t.Fatalf("job %d handed to two claimers", j.ID)
+			}
+		}
+		held = append(held, ids(jobs)...)
+		wantLocks(t, "after Claim", c, held)
+	}
+	wantLocks(t, "other claimer", other, ids(first))
+
+	ctx := testCtx(t)
+	var some []queue.Lease
+	for _, id := range held[:40] {
+		some = append(some, queue.Lease{ID: id, Token: 0})
+	}
+	for i := range some {
+		some[i].Token = mustToken(t, c)
+	}
+	if err := c.Complete(ctx, some[:20]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Release(ctx, some[20:30]); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Retry(ctx, []queue.RetryParams{{Lease: some[30], Delay: time.Hour, Error: "later"}}); err != nil {
+		t.Fatal(err)
+	}
+	held = held[31:]
+	wantLocks(t, "after Complete, Release and Retry", c, held)
+
+	claim(t, c, "nothing-here", 10)
+	wantLocks(t, "after an empty claim", c, held)
+
+	pre, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Claim(pre, "locks", 10); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Claim with a cancelled context: %v", err)
+	}
+	wantLocks(t, "after a Claim with a cancelled context", c, held)
+
+	cut := 0
+	for i := range 40 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rand.IntN(4000))*time.Microsecond)
+		jobs, err := c.Claim(ctx, "locks", 20)
+		cancel()
+		if err != nil {
+			cut++
+			if len(jobs) != 0 {
+				t.Fatalf("a failed claim returned %d jobs", len(jobs))
+			}
+		}
+		held = append(held, ids(jobs)...)
+		wantLocks(t, "after a claim cut off by its context", c, held)
+		if left := advisoryLeftovers(t, c); len(left) > 0 {
+			t.Fatalf("after claim %d (err %v) the session has %v", i, err, left)
+		}
+	}
+	t.Logf("%d of 40 claims cut off by their context; the claimer holds %d jobs", cut, len(held))
+}
+
+func mustToken(t *testing.T, c *AdvisoryClaimer) int64 {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token
+}
+
+// TestAdvisoryKillGivesJobsBackAtOnce: when a claimer's server process is
+// terminated, its jobs are claimable at once, its leases are lost, and its
+// next Claim works on a new connection with a new token.
+func TestAdvisoryKillGivesJobsBackAtOnce(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, Config{}, true)
+	enqueueN(t, q, "kill", 10)
+	victim := advisoryClaimer(t, q)
+	held := claim(t, victim, "kill", 6)
+	oldPID := victim.backendPID()
+	kill(t, victim)
+
+	b := advisoryClaimer(t, q)
+	got := claim(t, b, "kill", 10) // no waiting: the locks went with the process
+	if len(got) != 10 {
+		t.Fatalf("right after the kill another claimer got %d of 10 jobs", len(got))
+	}
+	ctx := testCtx(t)
+	var lost *queue.LeaseLostError
+	if err := victim.Complete(ctx, leases(held)); !errors.As(err, &lost) || len(lost.IDs) != len(held) {
+		t.Fatalf("dead claimer's Complete: %v, want all %d leases lost", err, len(held))
+	}
+	if err := victim.Extend(ctx, leases(held)); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Fatalf("dead claimer's Extend: %v", err)
+	}
+	if err := b.Release(ctx, leases(got)); err != nil {
+		t.Fatal(err)
+	}
+	again := claim(t, victim, "kill", 3)
+	if len(again) != 3 || again[0].Token == held[0].Token || victim.backendPID() == oldPID {
+		t.Fatalf("after reconnecting: %d jobs, token %d (was %d), pid %d (was %d)",
+			len(again), again[0].Token, held[0].Token, victim.backendPID(), oldPID)
+	}
+	wantLocks(t, "after reconnecting", victim, ids(again))
+}
+
+// TestAdvisoryStaleToken: a lease with another token, of a job the claimer
+// does not hold, or of a job another claimer holds, is lost and changes
+// nothing; Close gives every held job back at once.
+func TestAdvisoryStaleToken(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, Config{}, true)
+	enqueueN(t, q, "stale", 4)
+	a, b := advisoryClaimer(t, q), advisoryClaimer(t, q)
+	ja := claim(t, a, "stale", 2)
+	jb := claim(t, b, "stale", 2)
+	ctx := testCtx(t)
+	forged := queue.Lease{ID: ja[0].ID, Token: ja[0].Token + 1}
+	for name, err := range map[string]error{
+		"forged token":         a.Complete(ctx, []queue.Lease{forged}),
+		"another claimer's":    a.Complete(ctx, leases(jb[:1])),
+		"retry another's":      a.Retry(ctx, []queue.RetryParams{{Lease: jb[1].Lease(), Error: "x"}}),
+		"release forged token": a.Release(ctx, []queue.Lease{forged}),
+		"extend forged token":  a.Extend(ctx, []queue.Lease{forged}),
+	} {
+		var lost *queue.LeaseLostError
+		if !errors.As(err, &lost) || len(lost.IDs) != 1 {
+			t.Errorf("%s: %v, want one lost lease", name, err)
+		}
+	}
+	if n := countRows(t, q, ""); n != 4 {
+		t.Fatalf("%d jobs left, want 4", n)
+	}
+	wantLocks(t, "a", a, ids(ja))
+	wantLocks(t, "b", b, ids(jb))
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(ctx); !errors.Is(err, queue.ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := a.Complete(ctx, leases(ja)); !errors.Is(err, queue.ErrClosed) {
+		t.Fatalf("Complete after Close: %v", err)
+	}
+	if got := claim(t, b, "stale", 10); !slices.Equal(ids(got), ids(ja)) {
+		t.Fatalf("after a closed, b claimed %v, want %v", ids(got), ids(ja))
+	}
+}
+
+// TestAdvisoryQueueCloseClosesClaimers: closing the Queue gives back the
+// jobs and connections of claimers left open, so a pool the Queue made can
+// close.
+func TestAdvisoryQueueCloseClosesClaimers(t *testing.T) {
+	t.Parallel()
+	pool := testPool(t)
+	cfg := Config{}
+	cfg.Schema = newSchema(t, pool)
+	if err := Migrate(testCtx(t), pool, cfg); err != nil {
+		t.Fatal(err)
+	}
+	q, err := New(pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enqueueN(t, q, "left", 3)
+	c, err := q.NewClaimer(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := claim(t, c, "left", 3)
+	pid := c.(*AdvisoryClaimer).backendPID()
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := lockedIDs(t, pid); len(got) != 0 {
+		t.Fatalf("after Queue.Close the connection still holds %v", got)
+	}
+	if _, err := c.Claim(testCtx(t), "left", 1); !errors.Is(err, queue.ErrClosed) {
+		t.Fatalf("Claim after Queue.Close: %v", err)
+	}
+	q2, err := New(pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q2.Close()
+	if got := claim(t, newClaimer(t, q2), "left", 3); !slices.Equal(ids(got), ids(jobs)) {
+		t.Fatalf("claimed %v after Close, want %v", ids(got), ids(jobs))
+	}
+}
+
+// TestAdvisoryCancelMidWalkLeaksNothing cuts a claim off in the middle of
+// its walk, after it has locked some rows: the locks it took are found and
+// released, and the claimer holds nothing.
+func TestAdvisoryCancelMidWalkLeaksNothing(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, Config{}, true)
+	all := enqueueN(t, q, "walk", 20000)
+	ctx := testCtx(t)
+	// Another session holds every other job, so the walk is long and
+	// alternates between rows it locks and rows it skips.
+	other, err := testPool(t).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_, _ = other.Exec(context.Background(), "SELECT pg_advisory_unlock_all()")
+		other.Release()
+	}()
+	var even []int64
+	for _, id := range all {
+		if id%2 == 0 {
+			even = append(even, id)
+		}
+	}
+	if _, err := other.Exec(ctx, "SELECT pg_advisory_lock($1::regclass::oid::int4, id::bit(32)::int4) FROM unnest($2::int8[]) AS id",
+		driverOf(t, q).Table(), even); err != nil {
+		t.Fatal(err)
+	}
+	c := advisoryClaimer(t, q)
+	claim(t, c, "walk", 1) // connect and warm up the statement
+	held := c.heldIDs()
+	for _, d := range []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond} {
+		cctx, cancel := context.WithTimeout(context.Background(), d)
+		start := time.Now()
+		jobs, err := c.Claim(cctx, "walk", 10000)
+		cancel()
+		t.Logf("claim cut off after %v: %d jobs, err %v, took %v, %d stray locks released so far",
+			d, len(jobs), err, time.Since(start).Round(time.Millisecond), c.swept.Load())
+		if err == nil {
+			held = append(held, ids(jobs)...)
+		} else if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("cut-off claim: %v, want a deadline error", err)
+		}
+		wantLocks(t, "after a claim cut off mid-walk", c, held)
+	}
+	if c.swept.Load() == 0 {
+		t.Fatal("no claim was cut off after it had locked rows; the test proves nothing")
+	}
+}

@@ -1,0 +1,148 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/integration"
+	"github.com/dbqueue/dbq/migrations"
+	"github.com/dbqueue/dbq/queue"
+	"github.com/pressly/goose/v3"
+)
+
+// TestConformance runs the conformance suite against both strategies.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	for _, s := range []Strategy{Advisory, SkipLocked} {
+		t.Run(s.String(), func(t *testing.T) {
+			t.Parallel()
+			testPool(t)
+			integration.Run(t, harness(s))
+		})
+	}
+}
+
+func harness(s Strategy) integration.Harness {
+	h := integration.Harness{
+		Dialect: string(dialect.Postgres),
+		NewQueue: func(t *testing.T, cfg queue.Config, migrate bool) *queue.Queue {
+			t.Helper()
+			return newQueue(t, Config{Config: cfg, Strategy: s}, migrate)
+		},
+		Migrator: func(t *testing.T, q *queue.Queue) *goose.Provider {
+			t.Helper()
+			db := SQLDB(driverOf(t, q).Pool())
+			t.Cleanup(func() { _ = db.Close() })
+			p, err := migrations.NewProvider(context.Background(), dialect.Postgres, db, q.Config().Names())
+			if err != nil {
+				t.Fatalf("migrations.NewProvider: %v", err)
+			}
+			return p
+		},
+	}
+	switch s {
+	case Advisory:
+		h.LockBased = true
+		h.Kill = func(t *testing.T, c queue.Claimer) {
+			t.Helper()
+			kill(t, c.(*AdvisoryClaimer))
+		}
+		h.HeldLocks = func(t *testing.T, c queue.Claimer) []int64 {
+			t.Helper()
+			return lockedIDs(t, c.(*AdvisoryClaimer).backendPID())
+		}
+		h.Leftovers = func(t *testing.T, c queue.Claimer) []string {
+			t.Helper()
+			return advisoryLeftovers(t, c.(*AdvisoryClaimer))
+		}
+	case SkipLocked:
+		// A SKIP LOCKED claimer holds no connection: a dead one is one that
+		// stops, leaving its leases to expire.
+		h.Kill = func(t *testing.T, c queue.Claimer) {
+			t.Helper()
+			c.(*SkipLockedClaimer).abandon()
+		}
+		h.Leftovers = func(t *testing.T, c queue.Claimer) []string {
+			t.Helper()
+			return skipLockedLeftovers(t, c.(*SkipLockedClaimer))
+		}
+	}
+	return h
+}
+
+// advisoryLeftovers lists what the claimer's session holds besides the
+// locks of its jobs: an open transaction, any other lock.
+func advisoryLeftovers(t testing.TB, c *AdvisoryClaimer) []string {
+	t.Helper()
+	pid := c.backendPID()
+	if pid == 0 {
+		return nil
+	}
+	ctx := testCtx(t)
+	pool := testPool(t)
+	var out []string
+	var state string
+	err := pool.QueryRow(ctx, `SELECT coalesce(state, '') || CASE WHEN xact_start IS NULL THEN '' ELSE ' (transaction open)' END
+		FROM pg_stat_activity WHERE pid = $1`, int32(pid)).Scan(&state)
+	if err != nil {
+		t.Fatalf("pg_stat_activity: %v", err)
+	}
+	if state != "idle" {
+		out = append(out, "session state "+state)
+	}
+	rows, err := pool.Query(ctx, `SELECT locktype, coalesce(objid::int8, 0), objsubid, mode
+		FROM pg_locks WHERE pid = $1`, int32(pid))
+	if err != nil {
+		t.Fatalf("pg_locks: %v", err)
+	}
+	defer rows.Close()
+	held := c.heldIDs()
+	for rows.Next() {
+		var (
+			typ, mode string
+			objid     int64
+			sub       int16
+		)
+		if err := rows.Scan(&typ, &objid, &sub, &mode); err != nil {
+			t.Fatal(err)
+		}
+		if typ == "advisory" && sub == 2 && slices.Contains(held, objid) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s lock %d/%d %s", typ, objid, sub, mode))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// skipLockedLeftovers lists claimed rows whose claim the claimer does not
+// know it made: a claim cut off after it took effect.
+func skipLockedLeftovers(t testing.TB, c *SkipLockedClaimer) []string {
+	t.Helper()
+	rows, err := testPool(t).Query(testCtx(t), "SELECT id, claim_token FROM "+c.d.Table()+" WHERE state = 'claimed'")
+	if err != nil {
+		t.Fatalf("claimed rows: %v", err)
+	}
+	defer rows.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for rows.Next() {
+		var id, token int64
+		if err := rows.Scan(&id, &token); err != nil {
+			t.Fatal(err)
+		}
+		if c.held[id] != token {
+			out = append(out, fmt.Sprintf("claimed row %d (token %d) unknown to the claimer", id, token))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

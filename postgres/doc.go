@@ -1,0 +1,69 @@
+// Package postgres is the PostgreSQL dialect of dbq, on pgx/v5.
+//
+//	pool, _ := pgxpool.New(ctx, "postgres://app@db/app")
+//	_ = postgres.Migrate(ctx, pool, postgres.Config{}) // or `dbq migrate up`
+//	q, _ := postgres.New(pool, postgres.Config{})      // or postgres.Open(ctx, dsn, cfg)
+//	ids, _ := q.Enqueue(ctx, queue.NewJob{Queue: "email", Payload: body})
+//
+// # Two claim strategies
+//
+// Advisory (the default; SEEDS 000) claims a job by taking a session
+// advisory lock on it, pg_try_advisory_lock(table oid, id folded to int4):
+// nothing is written to claim a job, claimers never wait on each other, and
+// when a claimer dies its connection closes and PostgreSQL drops its locks,
+// so its jobs are claimable again at once, with no lease to run out. The
+// price is a connection per claimer, held for the claimer's life (size the
+// pool for it), and session state: advisory locks do not survive PgBouncer
+// in transaction mode (que-rb/que#110).
+//
+// The claim walks the claim index one row at a time (a recursive CTE, as
+// Que does) and stops as soon as it has locked n rows, so it never holds a
+// lock on a row it did not return. It reads rows from its statement's
+// snapshot, so it can lock a job another claimer completed after that
+// snapshot was taken; the post-check, a second statement on the same
+// connection that keeps only the locked jobs still ready, lets those go.
+// It is mandatory: without it such jobs run twice. Ids 2^32 apart share a
+// lock key; that only makes a job look busy, and the post-check keeps it
+// from ever being handed out twice.
+//
+// The rule that makes the post-check work: a claimer unlocks a job only
+// after the statement that completed, retried or made it dead has
+// committed, in a later round trip. Unlocking first (or in the same
+// transaction, such as one pgx.Batch) would let another claimer lock the
+// job and pass its post-check before the change is visible.
+//
+// SkipLocked claims with one UPDATE … FROM (SELECT … FOR UPDATE SKIP
+// LOCKED) that marks the rows claimed with a lease and a random token, as
+// River and Oban do. It keeps no session state, so it works behind
+// PgBouncer in transaction mode and needs no connection of its own between
+// calls. A dead claimer's jobs come back when their lease (Config.Lease)
+// expires: claimers run a bounded rescue at most every quarter lease, and
+// the Worker extends the leases of running jobs. The run that lost its
+// lease counts as a failed attempt; under Advisory a dead claimer spends
+// none, since taking the lock wrote nothing.
+//
+// Behind PgBouncer in transaction mode, also keep pgx from relying on
+// prepared statements it cannot keep (default_query_exec_mode=exec in the
+// DSN, or PgBouncer 1.21+ with max_prepared_statements); every statement
+// here works in pgx's exec and simple-protocol modes.
+//
+// Pick Advisory when workers connect to PostgreSQL directly (or through a
+// session-mode pooler): it writes less and gives a dead worker's jobs back
+// at once. Pick SkipLocked behind a transaction-mode pooler, or when
+// connections are too scarce to give one to every claimer.
+//
+// Every worker on one table must use the same strategy. An advisory claimer
+// takes jobs whose rows say ready, and a SKIP LOCKED claim takes rows no
+// transaction is locking; neither sees the other's claims.
+//
+// # Errors and cancellation
+//
+// A missing table or schema is queue.ErrNotMigrated, a dedupe collision
+// queue.ErrDuplicate, and serialization failures, deadlocks and lock
+// timeouts (40001, 40P01, 55P03) a *dialect.RetryableError; each wraps the
+// *pgconn.PgError. A context that ends during a claim stops the statement
+// with a cancel request rather than by closing the connection (pgx's
+// default), so an advisory claimer keeps the locks of the jobs it is
+// running, and a claim either took effect and returns its jobs or left
+// nothing behind: no lock, no claimed row.
+package postgres

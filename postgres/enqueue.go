@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+
+	"github.com/dbqueue/dbq/queue"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Enqueue inserts jobs with one statement (enqueue.sql: every column as an
+// array parameter), so a batch is stored whole or not at all, and returns
+// their IDs in input order. tx is nil (the statement commits on its own), a
+// pgx.Tx (including a pgxpool transaction) or a *sql.Tx of any PostgreSQL
+// driver; anything else gives queue.ErrUnsupportedTx. A dedupe-key
+// collision, with a stored job or within the batch, gives
+// queue.ErrDuplicate.
+func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]int64, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	var (
+		ids []int64
+		err error
+	)
+	switch tx := tx.(type) {
+	case nil:
+		ids, err = d.enqueueOwn(ctx, jobs)
+	case pgx.Tx:
+		ids, err = queryIDs(ctx, tx, d.stmts.enqueue, enqueueArgs(jobs)...)
+	case *sql.Tx:
+		ids, err = d.enqueueSQL(ctx, tx, jobs)
+	default:
+		return nil, fmt.Errorf("%w: postgres takes a pgx.Tx or *sql.Tx, not %T", queue.ErrUnsupportedTx, tx)
+	}
+	if err != nil {
+		return nil, interpret("enqueue", err)
+	}
+	if len(ids) != len(jobs) {
+		return nil, fmt.Errorf("dbq: postgres: enqueue stored %d of %d jobs", len(ids), len(jobs))
+	}
+	// Rows are inserted in input order (enqueue.sql), so their identity
+	// values ascend in that order.
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// enqueueOwn runs the insert on a connection of the pool, under guard: a
+// cancelled ctx stops it with a cancel request, so the caller learns for
+// sure whether the jobs were stored.
+func (d *Driver) enqueueOwn(ctx context.Context, jobs []queue.NewJob) ([]int64, error) {
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	return guardedIDs(ctx, conn.Conn(), d.stmts.enqueue, enqueueArgs(jobs)...)
+}
+
+// enqueueArgs returns enqueue.sql's parameters as typed arrays, sent in
+// binary.
+func enqueueArgs(jobs []queue.NewJob) []any {
+	var (
+		queues      = make([]string, len(jobs))
+		payloads    = make([][]byte, len(jobs))
+		priorities  = make([]int16, len(jobs))
+		runAts      = make([]pgtype.Timestamptz, len(jobs))
+		delays      = make([]int64, len(jobs))
+		maxAttempts = make([]int32, len(jobs))
+		dedupeKeys  = make([]pgtype.Text, len(jobs))
+	)
+	for i, j := range jobs {
+		queues[i] = j.Queue
+		payloads[i] = j.Payload
+		if payloads[i] == nil {
+			payloads[i] = []byte{}
+		}
+		priorities[i] = j.Priority
+		runAts[i] = pgtype.Timestamptz{Time: j.RunAt, Valid: !j.RunAt.IsZero()}
+		delays[i] = j.Delay.Microseconds()
+		maxAttempts[i] = int32(j.MaxAttempts)
+		dedupeKeys[i] = pgtype.Text{String: j.DedupeKey, Valid: j.DedupeKey != ""}
+	}
+	return []any{queues, payloads, priorities, runAts, delays, maxAttempts, dedupeKeys}
+}
+
+// enqueueSQL runs the insert in a database/sql transaction. The arrays
+// travel as text in PostgreSQL's array syntax, which every driver can send
+// (pgx's stdlib, lib/pq) and the statement's casts parse.
+func (d *Driver) enqueueSQL(ctx context.Context, tx *sql.Tx, jobs []queue.NewJob) ([]int64, error) {
+	args := enqueueArgs(jobs)
+	oids := []uint32{
+		pgtype.TextArrayOID, pgtype.ByteaArrayOID, pgtype.Int2ArrayOID, pgtype.TimestamptzArrayOID,
+		pgtype.Int8ArrayOID, pgtype.Int4ArrayOID, pgtype.TextArrayOID,
+	}
+	m := pgtype.NewMap()
+	for i, a := range args {
+		b, err := m.Encode(oids[i], pgtype.TextFormatCode, a, nil)
+		if err != nil {
+			return nil, fmt.Errorf("dbq: postgres: encode enqueue parameter %d: %w", i+1, err)
+		}
+		args[i] = string(b)
+	}
+	rows, err := tx.QueryContext(ctx, d.stmts.enqueue, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := make([]int64, 0, len(jobs))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}

@@ -1,0 +1,61 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/queue"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// PostgreSQL error codes dbq maps to its own errors.
+const (
+	codeUndefinedTable       = "42P01"
+	codeInvalidSchemaName    = "3F000"
+	codeUniqueViolation      = "23505"
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+	codeLockNotAvailable     = "55P03"
+	codeQueryCanceled        = "57014"
+)
+
+// interpret maps a pgx error to dbq's errors, keeping the original for
+// errors.As (*pgconn.PgError): a missing table or schema is
+// queue.ErrNotMigrated, a unique violation queue.ErrDuplicate (the dedupe
+// index is the table's only unique index besides the primary key, which dbq
+// never sets), a serialization failure, deadlock or lock timeout a
+// *dialect.RetryableError. Other errors get a "dbq: postgres: op:" prefix.
+func interpret(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case codeUndefinedTable, codeInvalidSchemaName:
+			return fmt.Errorf("%w: %w", queue.ErrNotMigrated, err)
+		case codeUniqueViolation:
+			return fmt.Errorf("%w: %w", queue.ErrDuplicate, err)
+		case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable:
+			return &dialect.RetryableError{Err: err}
+		}
+	}
+	if strings.HasPrefix(err.Error(), "dbq:") {
+		return err
+	}
+	return fmt.Errorf("dbq: postgres: %s: %w", op, err)
+}
+
+// isCode reports whether err is a server error with the given SQLSTATE.
+func isCode(err error, code string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == code
+}
+
+// ctxErr returns the error for an operation cut off by ctx.
+func ctxErr(op string, ctx context.Context) error {
+	return fmt.Errorf("dbq: postgres: %s: %w", op, context.Cause(ctx))
+}

@@ -1,0 +1,85 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+const (
+	// cancelRequestTimeout bounds the delivery of a cancel request.
+	cancelRequestTimeout = 5 * time.Second
+	// cancelGrace is how long a statement may run on after its cancel
+	// request; then its connection is closed.
+	cancelGrace = 10 * time.Second
+	// cleanupTimeout bounds the statements that must run after a failure or
+	// a cut-off context (unlocks, sweeps), on a context of their own.
+	cleanupTimeout = 10 * time.Second
+)
+
+// guard returns the context to run one statement on conn with, and a done
+// func to call once its results are read.
+//
+// pgx's default answer to a cancelled context is to close the connection.
+// For an advisory claimer that would drop every lock it holds (jobs still
+// being worked would run twice), and for any claim it would leave the
+// outcome unknown: the statement may have committed after the client gave
+// up. So the statement runs on a context ctx cannot cancel, and when ctx
+// ends a cancel request asks the server to stop it instead: it is rolled
+// back, or it had already finished and its result is read; either way the
+// connection and its session stay, and the caller knows what happened. A
+// statement that ignores the request for cancelGrace loses the connection
+// after all.
+//
+// done returns only once any cancel request has been answered by the
+// server, so that it cannot stop a later statement.
+func guard(ctx context.Context, conn *pgconn.PgConn) (context.Context, func()) {
+	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if ctx.Done() == nil {
+		return inner, cancel
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		rctx, rcancel := context.WithTimeout(context.Background(), cancelRequestTimeout)
+		_ = conn.CancelRequest(rctx)
+		rcancel()
+		t := time.NewTimer(cancelGrace)
+		defer t.Stop()
+		select {
+		case <-inner.Done():
+		case <-t.C:
+			cancel()
+		}
+	})
+	return inner, func() {
+		if !stop() {
+			cancel()
+			<-fired
+		}
+		cancel()
+	}
+}
+
+// querier runs a query: a *pgx.Conn, a pgx.Tx or a pool.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// queryIDs runs a statement that returns one bigint column.
+func queryIDs(ctx context.Context, q querier, sql string, args ...any) ([]int64, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// guardedIDs runs queryIDs on conn under guard.
+func guardedIDs(ctx context.Context, conn *pgx.Conn, sql string, args ...any) ([]int64, error) {
+	gctx, done := guard(ctx, conn.PgConn())
+	defer done()
+	return queryIDs(gctx, conn, sql, args...)
+}

@@ -1,0 +1,294 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/queue"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// SkipLockedClaimer claims jobs by marking their rows claimed with a lease
+// and a token (claim_skiplocked.sql), in one autocommit statement that
+// skips rows other claims are locking. It keeps no connection or session
+// state between calls, so it works behind PgBouncer in transaction mode.
+// A claim lasts Config.Lease unless extended; expired leases go back to
+// ready through a bounded rescue statement that Claim runs at most every
+// quarter lease, or [Driver.Rescue]. It is safe for concurrent use.
+type SkipLockedClaimer struct {
+	d *Driver
+
+	mu        sync.Mutex
+	held      map[int64]int64 // id → token of the claims this claimer made, for Close
+	closed    atomic.Bool
+	abandoned bool
+}
+
+var (
+	_ queue.Claimer       = (*SkipLockedClaimer)(nil)
+	_ queue.LeaseDuration = (*SkipLockedClaimer)(nil)
+)
+
+func newSkipLockedClaimer(d *Driver) *SkipLockedClaimer {
+	return &SkipLockedClaimer{d: d, held: map[int64]int64{}}
+}
+
+// LeaseDuration returns Config.Lease: the Worker extends running jobs every
+// third of it.
+func (c *SkipLockedClaimer) LeaseDuration() time.Duration { return c.d.cfg.Lease }
+
+// Rescue returns every expired lease of the table to ready; see
+// [Driver.Rescue].
+func (c *SkipLockedClaimer) Rescue(ctx context.Context) (int, error) { return c.d.Rescue(ctx) }
+
+// run runs a statement returning ids on a connection of the pool, under
+// guard: a cancelled ctx stops it with a cancel request, so whether it took
+// effect is always known.
+func (c *SkipLockedClaimer) run(ctx context.Context, op, sql string, args ...any) ([]int64, error) {
+	conn, err := c.d.pool.Acquire(ctx)
+	if err != nil {
+		return nil, interpret(op, err)
+	}
+	defer conn.Release()
+	ids, err := guardedIDs(ctx, conn.Conn(), sql, args...)
+	if err != nil {
+		return nil, failed(ctx, op, err)
+	}
+	return ids, nil
+}
+
+func failed(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil && (isCode(err, codeQueryCanceled) || errors.Is(err, context.Canceled)) {
+		return ctxErr(op, ctx)
+	}
+	return interpret(op, err)
+}
+
+func (c *SkipLockedClaimer) check(ctx context.Context, op string) error {
+	if c.closed.Load() || c.d.closed.Load() {
+		return queue.ErrClosed
+	}
+	if ctx.Err() != nil {
+		return ctxErr(op, ctx)
+	}
+	return nil
+}
+
+// Claim returns up to n ready jobs of queue, claimed for Config.Lease with
+// a fresh token, in (priority, run_at, id) order. A claim cut off by ctx is
+// rolled back by the server, or it had finished and its jobs are returned.
+func (c *SkipLockedClaimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.Job, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, n)
+	}
+	if err := dialect.ValidateQueue(queueName); err != nil {
+		return nil, err
+	}
+	if err := c.check(ctx, "claim"); err != nil {
+		return nil, err
+	}
+	if err := c.d.maybeRescue(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, queue.ErrNotMigrated) {
+		c.d.log.Warn("dbq: postgres: rescue of expired leases failed", "err", err)
+	}
+	token := rand.Int64N(math.MaxInt64-1) + 1
+	conn, err := c.d.pool.Acquire(ctx)
+	if err != nil {
+		return nil, interpret("claim", err)
+	}
+	defer conn.Release()
+	gctx, done := guard(ctx, conn.Conn().PgConn())
+	defer done()
+	rows, err := conn.Query(gctx, c.d.stmts.claimSkipLocked, queueName, int64(n), token, c.d.leaseUS)
+	if err != nil {
+		return nil, failed(ctx, "claim", err)
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) {
+		var (
+			j         = queue.Job{State: queue.StateClaimed, Token: token}
+			lastError pgtype.Text
+			dedupe    pgtype.Text
+			attempt   int32
+			maxAtt    int32
+		)
+		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &attempt, &maxAtt,
+			&j.ClaimedUntil, &lastError, &dedupe, &j.CreatedAt)
+		j.Attempt, j.MaxAttempts = int(attempt), int(maxAtt)
+		j.LastError, j.DedupeKey = lastError.String, dedupe.String
+		return &j, err
+	})
+	if err != nil {
+		return nil, failed(ctx, "claim", err)
+	}
+	c.mu.Lock()
+	for _, j := range jobs {
+		c.held[j.ID] = token
+	}
+	c.mu.Unlock()
+	slices.SortFunc(jobs, func(a, b *queue.Job) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+// forget drops leases from the claimer's record once they have ended or
+// were found lost (keep false), or keeps those still current (keep true
+// for Extend).
+func (c *SkipLockedClaimer) forget(leases []queue.Lease, done []int64, keepDone bool) {
+	ok := make(map[int64]bool, len(done))
+	for _, id := range done {
+		ok[id] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range leases {
+		if c.held[l.ID] != l.Token {
+			continue
+		}
+		if !keepDone || !ok[l.ID] {
+			delete(c.held, l.ID)
+		}
+	}
+}
+
+func leaseArrays(leases []queue.Lease) (ids, tokens []int64) {
+	ids = make([]int64, len(leases))
+	tokens = make([]int64, len(leases))
+	for i, l := range leases {
+		ids[i], tokens[i] = l.ID, l.Token
+	}
+	return ids, tokens
+}
+
+// Complete deletes the jobs whose leases are current; the others are
+// reported lost.
+func (c *SkipLockedClaimer) Complete(ctx context.Context, leases []queue.Lease) error {
+	if err := c.check(ctx, "complete"); err != nil {
+		return err
+	}
+	if len(leases) == 0 {
+		return nil
+	}
+	ids, tokens := leaseArrays(leases)
+	done, err := c.run(ctx, "complete", c.d.stmts.completeSkipLocked, ids, tokens)
+	if err != nil {
+		return err
+	}
+	c.forget(leases, done, false)
+	return queue.LostLeases(leases, done)
+}
+
+// Retry records the failures of jobs whose leases are current: attempt+1,
+// run_at = now + Delay, error kept, dead after max_attempts or when asked.
+// The others are reported lost.
+func (c *SkipLockedClaimer) Retry(ctx context.Context, retries []queue.RetryParams) error {
+	if err := c.check(ctx, "retry"); err != nil {
+		return err
+	}
+	if len(retries) == 0 {
+		return nil
+	}
+	var (
+		leases = make([]queue.Lease, len(retries))
+		ids    = make([]int64, len(retries))
+		tokens = make([]int64, len(retries))
+		delays = make([]int64, len(retries))
+		errs   = make([]string, len(retries))
+		dead   = make([]bool, len(retries))
+	)
+	for i, r := range retries {
+		leases[i] = r.Lease
+		ids[i], tokens[i] = r.Lease.ID, r.Lease.Token
+		delays[i] = max(r.Delay, 0).Microseconds()
+		errs[i] = errorText(r.Error)
+		dead[i] = r.Dead
+	}
+	done, err := c.run(ctx, "retry", c.d.stmts.retrySkipLocked, ids, tokens, delays, errs, dead)
+	if err != nil {
+		return err
+	}
+	c.forget(leases, done, false)
+	return queue.LostLeases(leases, done)
+}
+
+// Release gives jobs whose leases are current back to ready, attempt
+// unchanged. The others are reported lost.
+func (c *SkipLockedClaimer) Release(ctx context.Context, leases []queue.Lease) error {
+	if err := c.check(ctx, "release"); err != nil {
+		return err
+	}
+	return c.releaseLeases(ctx, leases)
+}
+
+func (c *SkipLockedClaimer) releaseLeases(ctx context.Context, leases []queue.Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	ids, tokens := leaseArrays(leases)
+	done, err := c.run(ctx, "release", c.d.stmts.release, ids, tokens)
+	if err != nil {
+		return err
+	}
+	c.forget(leases, done, false)
+	return queue.LostLeases(leases, done)
+}
+
+// Extend renews leases that are current to now + Config.Lease on the
+// database clock. The others are reported lost.
+func (c *SkipLockedClaimer) Extend(ctx context.Context, leases []queue.Lease) error {
+	if err := c.check(ctx, "extend"); err != nil {
+		return err
+	}
+	if len(leases) == 0 {
+		return nil
+	}
+	ids, tokens := leaseArrays(leases)
+	done, err := c.run(ctx, "extend", c.d.stmts.extend, ids, tokens, c.d.leaseUS)
+	if err != nil {
+		return err
+	}
+	c.forget(leases, done, true)
+	return queue.LostLeases(leases, done)
+}
+
+// Close gives back the jobs this claimer still holds (those whose lease
+// was lost stay with their new holder). Further calls return
+// queue.ErrClosed.
+func (c *SkipLockedClaimer) Close(ctx context.Context) error {
+	if c.closed.Swap(true) {
+		return queue.ErrClosed
+	}
+	c.mu.Lock()
+	leases := make([]queue.Lease, 0, len(c.held))
+	for id, token := range c.held {
+		leases = append(leases, queue.Lease{ID: id, Token: token})
+	}
+	abandoned := c.abandoned
+	c.mu.Unlock()
+	if abandoned || len(leases) == 0 || c.d.closed.Load() {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := c.releaseLeases(cctx, leases); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+		return err
+	}
+	return nil
+}
+
+// abandon makes the claimer behave like one whose process died: Close
+// gives nothing back. For tests.
+func (c *SkipLockedClaimer) abandon() {
+	c.mu.Lock()
+	c.abandoned = true
+	c.mu.Unlock()
+}

@@ -1,0 +1,231 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/internal/dbtest"
+	"github.com/dbqueue/dbq/queue"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+func skipLockedClaimer(t testing.TB, q *queue.Queue) *SkipLockedClaimer {
+	t.Helper()
+	c, ok := newClaimer(t, q).(*SkipLockedClaimer)
+	if !ok {
+		t.Fatal("claimer is not a *SkipLockedClaimer")
+	}
+	return c
+}
+
+// TestSkipLockedDeadClaimerAfterLease: a claimer that stops without ending
+// its claims gives its jobs back when the lease expires, not before; its
+// late Complete is lost, and the new holder's works.
+func TestSkipLockedDeadClaimerAfterLease(t *testing.T) {
+	t.Parallel()
+	const lease = time.Second
+	q := newQueue(t, Config{Config: queue.Config{Lease: lease}, Strategy: SkipLocked}, true)
+	enqueueN(t, q, "lease", 5)
+	victim := skipLockedClaimer(t, q)
+	held := claim(t, victim, "lease", 5)
+	start := time.Now()
+	victim.abandon()
+	for _, j := range held {
+		if j.ClaimedUntil.IsZero() || j.State != queue.StateClaimed {
+			t.Fatalf("job %d: claimed until %v, state %s", j.ID, j.ClaimedUntil, j.State)
+		}
+	}
+	b := skipLockedClaimer(t, q)
+	if got := claim(t, b, "lease", 5); len(got) != 0 {
+		t.Fatalf("before the lease expired b claimed %v", ids(got))
+	}
+	var got []*queue.Job
+	for len(got) < 5 && time.Since(start) < 10*time.Second {
+		time.Sleep(100 * time.Millisecond)
+		got = append(got, claim(t, b, "lease", 5)...)
+	}
+	waited := time.Since(start)
+	if len(got) != 5 || waited < lease {
+		t.Fatalf("got %d of 5 jobs back after %v (lease %v)", len(got), waited, lease)
+	}
+	t.Logf("jobs back %v after the claimer died (lease %v)", waited.Round(10*time.Millisecond), lease)
+	ctx := testCtx(t)
+	var lost *queue.LeaseLostError
+	if err := victim.Complete(ctx, leases(held)); !errors.As(err, &lost) || len(lost.IDs) != 5 {
+		t.Fatalf("dead claimer's Complete: %v, want 5 leases lost", err)
+	}
+	if err := b.Complete(ctx, leases(got)); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, q, ""); n != 0 {
+		t.Fatalf("%d jobs left", n)
+	}
+}
+
+// TestSkipLockedStaleToken: leases that are not current change nothing and
+// are reported lost; the rest of the batch applies; Extend renews.
+func TestSkipLockedStaleToken(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, Config{Strategy: SkipLocked}, true)
+	enqueueN(t, q, "stale", 3)
+	c := skipLockedClaimer(t, q)
+	jobs := claim(t, c, "stale", 3)
+	ctx := testCtx(t)
+	forged := queue.Lease{ID: jobs[0].ID, Token: jobs[0].Token + 1}
+	var lost *queue.LeaseLostError
+	if err := c.Retry(ctx, []queue.RetryParams{{Lease: forged, Error: "x"}, {Lease: jobs[1].Lease(), Error: "boom", Delay: time.Hour}}); !errors.As(err, &lost) || !slices.Equal(lost.IDs, []int64{jobs[0].ID}) {
+		t.Fatalf("Retry with one forged lease: %v", err)
+	}
+	if n := countRows(t, q, "state = 'ready' AND attempt = 1 AND last_error = 'boom' AND run_at > now()"); n != 1 {
+		t.Fatalf("%d retried rows, want 1", n)
+	}
+	var before time.Time
+	if err := testPool(t).QueryRow(ctx, "SELECT claimed_until FROM "+driverOf(t, q).Table()+" WHERE id = $1", jobs[2].ID).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if err := c.Extend(ctx, []queue.Lease{jobs[2].Lease(), forged}); !errors.As(err, &lost) || len(lost.IDs) != 1 {
+		t.Fatalf("Extend with one forged lease: %v", err)
+	}
+	var after time.Time
+	if err := testPool(t).QueryRow(ctx, "SELECT claimed_until FROM "+driverOf(t, q).Table()+" WHERE id = $1", jobs[2].ID).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if !after.After(before) {
+		t.Fatalf("Extend left claimed_until at %v (was %v)", after, before)
+	}
+	if err := c.Complete(ctx, []queue.Lease{jobs[0].Lease(), jobs[2].Lease()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Complete(ctx, []queue.Lease{jobs[0].Lease()}); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Fatalf("second Complete: %v", err)
+	}
+}
+
+// TestSkipLockedRescue: Rescue returns expired leases to ready at once,
+// counting the lost run as an attempt, and leaves live ones alone.
+func TestSkipLockedRescue(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, Config{Config: queue.Config{Lease: time.Hour}, Strategy: SkipLocked}, true)
+	enqueueN(t, q, "rescue", 4)
+	c := skipLockedClaimer(t, q)
+	jobs := claim(t, c, "rescue", 4)
+	ctx := testCtx(t)
+	if _, err := testPool(t).Exec(ctx, "UPDATE "+driverOf(t, q).Table()+" SET claimed_until = now() - interval '1 second' WHERE id = ANY($1)", ids(jobs[:3])); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Rescue(ctx)
+	if err != nil || n != 3 {
+		t.Fatalf("Rescue = %d, %v; want 3", n, err)
+	}
+	if n := countRows(t, q, "state = 'ready' AND claim_token IS NULL AND attempt = 1 AND last_error LIKE '%lease expired%'"); n != 3 {
+		t.Fatalf("%d rescued rows ready, want 3", n)
+	}
+	if err := c.Complete(ctx, leases(jobs[:3])); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Fatalf("Complete of rescued jobs: %v", err)
+	}
+	if err := c.Complete(ctx, leases(jobs[3:])); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSkipLockedCloseReleases: Close gives back what the claimer holds.
+func TestSkipLockedCloseReleases(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, Config{Strategy: SkipLocked}, true)
+	enqueueN(t, q, "close", 3)
+	c := skipLockedClaimer(t, q)
+	claim(t, c, "close", 3)
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, q, "state = 'ready'"); n != 3 {
+		t.Fatalf("%d ready after Close, want 3", n)
+	}
+	if _, err := c.Claim(testCtx(t), "close", 1); !errors.Is(err, queue.ErrClosed) {
+		t.Fatalf("Claim after Close: %v", err)
+	}
+}
+
+// TestWithoutPreparedStatements: behind PgBouncer in transaction mode pgx
+// must not rely on prepared statements (default_query_exec_mode=exec or
+// simple_protocol); every statement of both strategies works that way too.
+func TestWithoutPreparedStatements(t *testing.T) {
+	t.Parallel()
+	testPool(t)
+	for name, mode := range map[string]pgx.QueryExecMode{"exec": pgx.QueryExecModeExec, "simple_protocol": pgx.QueryExecModeSimpleProtocol} {
+		for _, strategy := range []Strategy{SkipLocked, Advisory} {
+			t.Run(name+"/"+strategy.String(), func(t *testing.T) {
+				t.Parallel()
+				cfg, err := pgxpool.ParseConfig(dbtest.DSN(dialect.Postgres))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.MaxConns = 4
+				cfg.ConnConfig.DefaultQueryExecMode = mode
+				ctx := testCtx(t)
+				pool, err := pgxpool.NewWithConfig(ctx, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pool.Close()
+				qc := Config{Strategy: strategy}
+				qc.Schema = newSchema(t, testPool(t))
+				if err := Migrate(ctx, pool, qc); err != nil {
+					t.Fatal(err)
+				}
+				q, err := New(pool, qc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer q.Close()
+				_, err = q.Enqueue(ctx,
+					queue.NewJob{Queue: "pgb", Payload: []byte{0, 0xff}, DedupeKey: "d"},
+					queue.NewJob{Queue: "pgb", RunAt: time.Now().Add(-time.Minute)},
+					queue.NewJob{Queue: "pgb", Delay: time.Millisecond},
+					queue.NewJob{Queue: "pgb"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(5 * time.Millisecond)
+				c, err := q.NewClaimer(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close(ctx)
+				jobs := claim(t, c, "pgb", 10)
+				if len(jobs) != 4 {
+					t.Fatalf("claimed %d of 4", len(jobs))
+				}
+				if err := c.Extend(ctx, leases(jobs)); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Retry(ctx, []queue.RetryParams{{Lease: jobs[0].Lease(), Error: "e", Delay: time.Hour}}); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Release(ctx, leases(jobs[1:2])); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Complete(ctx, leases(jobs[2:])); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := driverOf(t, q).Rescue(ctx); err != nil {
+					t.Fatal(err)
+				}
+				st, err := q.Stats(ctx)
+				if err != nil || len(st) != 1 || st[0].Ready != 1 || st[0].Scheduled != 1 {
+					t.Fatalf("stats %+v, %v", st, err)
+				}
+				_, err = q.Enqueue(ctx, queue.NewJob{Queue: "pgb", DedupeKey: "d"})
+				if !errors.Is(err, queue.ErrDuplicate) {
+					t.Fatalf("duplicate: %v", err)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,48 @@
+-- Advisory claim (SEEDS 000, walked the way Que does it). Walks the claim
+-- index of queue $1 one row at a time in (priority, run_at, id) order and
+-- tries a session advisory lock on each row, keyed (table oid, id folded to
+-- int4); a row another session holds is skipped, never waited on. The walk
+-- stops as soon as $3 rows are locked, so no row is locked that is not
+-- returned. $2 lists the jobs this session already holds: advisory locks
+-- are re-entrant, so they must not be taken again.
+--
+-- Each lock is taken in a LATERAL subquery of its own (fenced by OFFSET 0)
+-- so that it runs exactly once per row visited. The rows come from this
+-- statement's snapshot: a job another claimer completed and unlocked since
+-- may be locked here, which is why the post-check (postcheck.sql) must
+-- follow.
+WITH RECURSIVE walk AS (
+    SELECT j.id, j.priority, j.run_at, j.ns, l.locked,
+           $3::int4 - l.locked::int4 AS remaining
+    FROM (
+        SELECT id, priority, run_at, tableoid::int4 AS ns
+        FROM {{jobs}}
+        WHERE queue = $1 AND state = 'ready' AND run_at <= now()
+          AND NOT id = ANY($2::int8[])
+        ORDER BY priority, run_at, id
+        LIMIT 1
+    ) AS j
+    CROSS JOIN LATERAL (
+        SELECT pg_try_advisory_lock(j.ns, j.id::bit(32)::int4) AS locked OFFSET 0
+    ) AS l
+  UNION ALL
+    SELECT j.id, j.priority, j.run_at, j.ns, l.locked,
+           w.remaining - l.locked::int4
+    FROM walk AS w
+    CROSS JOIN LATERAL (
+        SELECT id, priority, run_at, tableoid::int4 AS ns
+        FROM {{jobs}}
+        WHERE queue = $1 AND state = 'ready' AND run_at <= now()
+          AND NOT id = ANY($2::int8[])
+          AND (priority, run_at, id) > (w.priority, w.run_at, w.id)
+        ORDER BY priority, run_at, id
+        LIMIT 1
+    ) AS j
+    CROSS JOIN LATERAL (
+        SELECT pg_try_advisory_lock(j.ns, j.id::bit(32)::int4) AS locked OFFSET 0
+    ) AS l
+    WHERE w.remaining > 0
+)
+SELECT id, ns, priority, run_at
+FROM walk
+WHERE locked

@@ -1,0 +1,13 @@
+-- Records failures of leased jobs whose lease (id, token) is still current:
+-- attempt + 1, the error kept, run_at = now() + delay on the database
+-- clock; dead once attempt + 1 reaches max_attempts or when asked.
+UPDATE {{jobs}} AS t
+SET attempt = t.attempt + 1,
+    run_at = now() + r.delay_us * interval '1 microsecond',
+    last_error = r.error,
+    state = CASE WHEN r.dead OR t.attempt + 1 >= t.max_attempts THEN 'dead' ELSE 'ready' END,
+    claim_token = NULL,
+    claimed_until = NULL
+FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::text[], $5::bool[]) AS r(id, token, delay_us, error, dead)
+WHERE t.id = r.id AND t.claim_token = r.token AND t.state = 'claimed'
+RETURNING t.id
