@@ -1,0 +1,79 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/integration"
+	"github.com/dbqueue/dbq/migrations"
+	"github.com/dbqueue/dbq/queue"
+	"github.com/pressly/goose/v3"
+)
+
+// TestConformance runs the dbq conformance suite against the MySQL or
+// MariaDB server of DBQ_MYSQL_DSN, each subtest in a database of its own.
+func TestConformance(t *testing.T) {
+	admin(t) // skips, or fails under DBQ_REQUIRE=mysql, when the server does not answer
+	integration.Run(t, integration.Harness{
+		Dialect: string(dialect.MySQL),
+		NewQueue: func(t *testing.T, cfg queue.Config, migrate bool) *queue.Queue {
+			q, d := openQueue(t, Config{Config: cfg}, migrate)
+			d.trackTokens = true
+			return q
+		},
+		Migrator: func(t *testing.T, q *queue.Queue) *goose.Provider {
+			p, err := migrations.NewProvider(context.Background(), dialect.MySQL, q.Driver().(*Driver).DB(), q.Config().Names())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		},
+		// A killed process: its session is killed from another one, so
+		// nothing ends its claims; they come back when the lease expires.
+		Kill: func(t *testing.T, c queue.Claimer) {
+			killConn(t, sessionOf(c))
+		},
+		// A lease dialect holds no locks between calls; what it holds in
+		// the database are the rows claimed under its tokens, and those
+		// must be exactly the jobs it claimed and still holds.
+		HeldLocks: func(t *testing.T, c queue.Claimer) []int64 {
+			return claimedWithTokens(t, c.(*Claimer))
+		},
+		Leftovers: func(t *testing.T, c queue.Claimer) []string {
+			return openTrx(t, sessionOf(c))
+		},
+	})
+}
+
+func sessionOf(c queue.Claimer) int64 {
+	mc := c.(*Claimer)
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	return mc.connID
+}
+
+// claimedWithTokens lists the rows claimed with any token c ever wrote.
+func claimedWithTokens(t *testing.T, c *Claimer) []int64 {
+	t.Helper()
+	c.heldMu.Lock()
+	var tokens []any
+	for tok := range c.issued {
+		tokens = append(tokens, tok)
+	}
+	c.heldMu.Unlock()
+	if len(tokens) == 0 {
+		return nil
+	}
+	q := fmt.Sprintf("SELECT id FROM %s WHERE state = 'claimed' AND claim_token IN (%s)",
+		c.d.stmts.base.Jobs, strings.TrimSuffix(strings.Repeat("?,", len(tokens)), ","))
+	ids, err := dialect.QueryIDs(context.Background(), c.d.db, q, tokens...)
+	if err != nil {
+		t.Fatalf("claimed rows: %v", err)
+	}
+	slices.Sort(ids)
+	return ids
+}

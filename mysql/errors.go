@@ -1,0 +1,67 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/queue"
+	mysqldrv "github.com/go-sql-driver/mysql"
+)
+
+// Server error numbers the dialect acts on.
+const (
+	erDupEntry        = 1062 // ER_DUP_ENTRY: a dedupe key collided
+	erNoSuchTable     = 1146 // ER_NO_SUCH_TABLE: not migrated
+	erKeyDoesNotExist = 1176 // ER_KEY_DOES_NOT_EXITS: FORCE INDEX names a missing index
+	erBadDB           = 1049 // ER_BAD_DB_ERROR: the configured schema does not exist
+	erLockWaitTimeout = 1205 // ER_LOCK_WAIT_TIMEOUT; also MariaDB's NOWAIT
+	erLockDeadlock    = 1213 // ER_LOCK_DEADLOCK: the whole transaction was rolled back
+	erCheckRead       = 1020 // ER_CHECKREAD: MariaDB innodb_snapshot_isolation
+	erLockNowait      = 3572 // ER_LOCK_NOWAIT: MySQL 8's NOWAIT
+	erUserLockDL      = 3058 // ER_USER_LOCK_DEADLOCK: MySQL 8's GET_LOCK deadlock
+	erQueryKilled     = 1317 // ER_QUERY_INTERRUPTED
+	erConnKilled      = 1927 // ER_CONNECTION_KILLED (MariaDB)
+)
+
+// classify turns a driver error into the dbq error a caller can act on:
+// ErrNotMigrated for a missing table or index, a *dialect.RetryableError
+// for a deadlock or lock timeout, the error itself otherwise (wrapped with
+// what was being done). ErrDuplicate is the enqueue path's own business.
+func (d *Driver) classify(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var me *mysqldrv.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case erNoSuchTable, erKeyDoesNotExist, erBadDB:
+			return fmt.Errorf("%w (%s: table %s: %s)", queue.ErrNotMigrated, what, d.stmts.base.Jobs, me.Message)
+		case erLockWaitTimeout, erLockDeadlock, erCheckRead, erLockNowait, erUserLockDL:
+			return &dialect.RetryableError{Err: fmt.Errorf("mysql %s: %w", what, err)}
+		}
+	}
+	return fmt.Errorf("dbq: mysql %s: %w", what, err)
+}
+
+// isDuplicate reports a unique-key collision.
+func isDuplicate(err error) bool {
+	var me *mysqldrv.MySQLError
+	return errors.As(err, &me) && me.Number == erDupEntry
+}
+
+// isBadConn reports an error after which a connection is unusable.
+func isBadConn(err error) bool {
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysqldrv.ErrInvalidConn) ||
+		errors.Is(err, sql.ErrConnDone) {
+		return true
+	}
+	var me *mysqldrv.MySQLError
+	return errors.As(err, &me) && (me.Number == erConnKilled || me.Number == erQueryKilled)
+}

@@ -1,0 +1,650 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/migrations"
+	"github.com/dbqueue/dbq/queue"
+	mysqldrv "github.com/go-sql-driver/mysql"
+)
+
+// Defaults for the MySQL-specific [Config] fields.
+const (
+	DefaultMaxSpread       = 32
+	DefaultRescueBatch     = 1000
+	DefaultLockWaitTimeout = 5 * time.Second
+)
+
+// Config configures the MySQL dialect. The zero value means the documented
+// defaults.
+type Config struct {
+	queue.Config
+
+	// Replica, when set, serves the candidate select of every claim (step 1
+	// of the seed, the only step that takes no lock). A lagging replica only
+	// proposes stale candidates, which the locking step on the primary
+	// re-checks and skips; it never makes a claim wrong. Default: none, the
+	// primary serves it. The caller owns and closes it.
+	Replica *sql.DB
+
+	// MaxSpread bounds how far a claimer spreads its claims under
+	// contention: its candidate window is between n and MaxSpread·n ready
+	// jobs in claim order, and it locks n of them, in a few runs of
+	// consecutive candidates picked at random. A claimer starts at a
+	// spread of 1 (exact claim order) and widens it while other claimers
+	// take the rows it picked. 1 turns spreading off: every claimer then
+	// reads the same first n candidates, the seed taken literally, which
+	// collapses beyond a few claimers. Default 32.
+	MaxSpread int
+
+	// RescueBatch is the most expired leases one rescue pass gives back.
+	// Claim runs at most one pass every Lease/4 per Queue. Default 1000.
+	RescueBatch int
+
+	// LockWaitTimeout is innodb_lock_wait_timeout, in whole seconds (at
+	// least 1), for each claimer's own session and, with Open, for every
+	// session of the pool (with New the pool's sessions keep theirs).
+	// Claims never wait on a row lock (SKIP LOCKED); Complete, Retry,
+	// Release and Extend wait at most this long for a claim or rescue
+	// that is looking at the same row. Default 5s.
+	LockWaitTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	c.Config = c.Config.WithDefaults()
+	if c.MaxSpread == 0 {
+		c.MaxSpread = DefaultMaxSpread
+	}
+	if c.RescueBatch == 0 {
+		c.RescueBatch = DefaultRescueBatch
+	}
+	if c.LockWaitTimeout == 0 {
+		c.LockWaitTimeout = DefaultLockWaitTimeout
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if err := c.Config.Validate(); err != nil {
+		return err
+	}
+	c = c.withDefaults()
+	switch {
+	case c.MaxSpread < 1 || c.MaxSpread > 1024:
+		return fmt.Errorf("%w: MaxSpread %d out of range 1..1024", queue.ErrInvalidConfig, c.MaxSpread)
+	case c.RescueBatch < 1 || c.RescueBatch > maxList:
+		return fmt.Errorf("%w: RescueBatch %d out of range 1..%d", queue.ErrInvalidConfig, c.RescueBatch, maxList)
+	case c.LockWaitTimeout < time.Second:
+		return fmt.Errorf("%w: LockWaitTimeout %v < 1s", queue.ErrInvalidConfig, c.LockWaitTimeout)
+	}
+	return nil
+}
+
+// maxList bounds the ids of one IN list: one claim, one acknowledgement
+// statement, one rescue pass.
+const maxList = 5000
+
+// Driver is the MySQL [queue.Driver]. Get it from a Queue with
+// q.Driver().(*mysql.Driver) for what only this dialect has: [Driver.Server],
+// [Driver.Rescue], [Driver.EmptyLocks].
+type Driver struct {
+	db      *sql.DB
+	replica *sql.DB
+	own     bool // db was opened by Open and is closed by Close
+	cfg     Config
+	log     *slog.Logger
+	server  Server
+	stmts   *statements
+	// sessionRC: every session of db is READ COMMITTED already (Open sets
+	// it in the DSN), so a transaction needs no SET TRANSACTION first.
+	sessionRC bool
+
+	emptyLocks atomic.Int64
+	claims     atomic.Int64
+	retried    atomic.Int64 // retryable errors retried (deadlocks, lock waits)
+	// trackTokens makes claimers record their tokens (tests).
+	trackTokens bool
+	// idsByMarker: Enqueue finds its ids by a per-batch marker rather than
+	// deriving them from LAST_INSERT_ID() (innodb_autoinc_lock_mode 2).
+	idsByMarker bool
+	epoch       time.Time
+	lastRescue  sync.Map // queue -> *atomic.Int64: its last rescue pass, ns after epoch (0: none yet)
+	closed      atomic.Bool
+}
+
+var _ queue.Driver = (*Driver)(nil)
+
+// New returns a Queue over the user's db, which stays the caller's to close.
+// db must come from github.com/go-sql-driver/mysql; any DSN works —
+// parseTime and loc do not matter, since the dialect reads and writes times
+// as UTC wall clock itself — but interpolateParams=true halves the round
+// trips. New asks the server its version (logging it) and fails with
+// ErrUnsupportedServer below MySQL 8.0.1 / MariaDB 10.6.
+func New(db *sql.DB, cfg Config) (*queue.Queue, error) {
+	return newQueue(context.Background(), db, cfg, false)
+}
+
+func newQueue(ctx context.Context, db *sql.DB, cfg Config, own bool) (*queue.Queue, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: nil *sql.DB", queue.ErrInvalidConfig)
+	}
+	d, err := newDriver(ctx, db, cfg, own)
+	if err != nil {
+		return nil, err
+	}
+	q, err := queue.New(d, d.cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+func newDriver(ctx context.Context, db *sql.DB, cfg Config, own bool) (*Driver, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	stmts, err := newStatements(cfg.Names(), int(cfg.LockWaitTimeout/time.Second))
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{
+		db: db, replica: cfg.Replica, own: own, cfg: cfg, log: cfg.Logger,
+		stmts: stmts, epoch: time.Now(),
+	}
+	if d.server, err = readServer(ctx, db, stmts); err != nil {
+		return nil, err
+	}
+	d.idsByMarker = d.server.AutoincLockMode >= 2
+	ids := "LAST_INSERT_ID() + i*auto_increment_increment"
+	if d.idsByMarker {
+		ids = "re-selected by a per-batch marker"
+	}
+	d.log.Info("dbq: mysql dialect", "server", d.server.String(), "version", d.server.Version,
+		"table", stmts.base.Jobs, "innodb_autoinc_lock_mode", d.server.AutoincLockMode,
+		"enqueue_ids", ids, "replica", cfg.Replica != nil)
+	return d, nil
+}
+
+func readServer(ctx context.Context, db *sql.DB, stmts *statements) (Server, error) {
+	var (
+		version string
+		s       Server
+	)
+	err := db.QueryRowContext(ctx, stmts.get(sqlServer, 0)).Scan(&version, &s.AutoincLockMode,
+		&s.AutoincIncrement, &s.MaxAllowedPacket)
+	if err != nil {
+		return s, fmt.Errorf("dbq: mysql: reading the server version: %w", err)
+	}
+	v, err := parseVersion(version)
+	if err != nil {
+		return s, err
+	}
+	v.AutoincLockMode, v.AutoincIncrement, v.MaxAllowedPacket = s.AutoincLockMode, s.AutoincIncrement, s.MaxAllowedPacket
+	if v.AutoincIncrement < 1 {
+		v.AutoincIncrement = 1
+	}
+	return v, v.check()
+}
+
+// Open connects to the MySQL or MariaDB server named by dsn, in either the
+// CLI's form mysql://user:pass@host:3306/db?params or the driver's own
+// user:pass@tcp(host:3306)/db?params, and returns a Queue whose Close
+// closes the connection pool. Open sets what the dialect wants on every
+// session: parseTime, loc=UTC, interpolateParams (one round trip per
+// statement), rejectReadOnly (a failed-over primary turned replica is
+// dropped, not written to), READ COMMITTED and innodb_lock_wait_timeout.
+// Errors never hold the password.
+func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
+	mc, err := driverConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	// A first connection tells which server this is, and so which variable
+	// sets the isolation level in the DSN.
+	probe := sql.OpenDB(mustConnector(mc))
+	stmts, err := newStatements(cfg.Names(), int(cfg.LockWaitTimeout/time.Second))
+	if err != nil {
+		probe.Close()
+		return nil, err
+	}
+	srv, err := readServer(ctx, probe, stmts)
+	probe.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%w (dsn %s)", err, dialect.Redact(dsn))
+	}
+	mc.Params[srv.isolationVar()] = "'READ-COMMITTED'"
+	mc.Params["innodb_lock_wait_timeout"] = strconv.Itoa(int(cfg.LockWaitTimeout / time.Second))
+	db := sql.OpenDB(mustConnector(mc))
+	db.SetMaxIdleConns(64)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	db.SetConnMaxLifetime(time.Hour)
+	d, err := newDriver(ctx, db, cfg, true)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w (dsn %s)", err, dialect.Redact(dsn))
+	}
+	d.sessionRC = true
+	q, err := queue.New(d, d.cfg.Config)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return q, nil
+}
+
+// driverConfig parses either DSN form and sets the dialect's options.
+func driverConfig(dsn string) (*mysqldrv.Config, error) {
+	form := dsn
+	if strings.HasPrefix(strings.ToLower(dsn), "mysql://") {
+		p, err := dialect.ParseDSN(dsn)
+		if err != nil {
+			return nil, err
+		}
+		form = p.Driver
+	}
+	mc, err := mysqldrv.ParseDSN(form)
+	if err != nil {
+		// The driver's message quotes no DSN, but be sure.
+		return nil, fmt.Errorf("%w: mysql: bad DSN %s: %s", queue.ErrInvalidConfig, dialect.Redact(dsn), dialect.Redact(err.Error()))
+	}
+	mc.ParseTime = true
+	mc.Loc = time.UTC
+	mc.RejectReadOnly = true
+	mc.InterpolateParams = true
+	if mc.Params == nil {
+		mc.Params = map[string]string{}
+	}
+	return mc, nil
+}
+
+// OpenDB returns a *sql.DB for dsn, in either form Open takes, with Open's
+// session settings except the isolation level (which needs the server's
+// flavour), for migrations and for callers that enqueue in their own
+// database/sql transactions. It does not connect; errors never hold the
+// password.
+func OpenDB(dsn string) (*sql.DB, error) {
+	mc, err := driverConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(mustConnector(mc)), nil
+}
+
+func mustConnector(mc *mysqldrv.Config) driver.Connector {
+	c, err := mysqldrv.NewConnector(mc)
+	if err != nil {
+		// interpolateParams refuses a few multibyte collations; run without
+		// it then.
+		mc = mc.Clone()
+		mc.InterpolateParams = false
+		c, err = mysqldrv.NewConnector(mc)
+		if err != nil {
+			panic(err) // NewConnector only fails on what ParseDSN accepted
+		}
+	}
+	return c
+}
+
+// Migrate applies the job schema's pending migrations for cfg's schema and
+// prefix to db (goose, embedded; each migration statement runs on its own,
+// so the DSN needs no multiStatements). It needs DDL rights.
+func Migrate(ctx context.Context, db *sql.DB, cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	return migrations.Up(ctx, dialect.MySQL, db, cfg.Config.Names())
+}
+
+// Dialect returns "mysql".
+func (d *Driver) Dialect() string { return string(dialect.MySQL) }
+
+// Server returns the server New found: flavor, version, and the settings
+// the dialect depends on.
+func (d *Driver) Server() Server { return d.server }
+
+// DB returns the connection pool the driver runs on.
+func (d *Driver) DB() *sql.DB { return d.db }
+
+// EmptyLocks counts, over every claimer of this driver, the claim attempts
+// that found candidates but locked none of them because other claimers
+// held or had just taken them all. Claims counts every claim attempt that
+// found candidates. A rising EmptyLocks/Claims ratio measures
+// over-concurrency: more claimers than the queue has ready jobs for.
+func (d *Driver) EmptyLocks() (empty, claims int64) { return d.emptyLocks.Load(), d.claims.Load() }
+
+// Close closes the pool if Open made it; a *sql.DB passed to New stays
+// open. Claimers must be closed first.
+func (d *Driver) Close() error {
+	if d.closed.Swap(true) || !d.own {
+		return nil
+	}
+	return d.db.Close()
+}
+
+// conn is what both *sql.DB and *sql.Conn offer.
+type conn interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+// beginRC starts a READ COMMITTED transaction. On a session already in READ
+// COMMITTED that is a plain START TRANSACTION; otherwise the driver sends
+// SET TRANSACTION ISOLATION LEVEL first (portable: MariaDB and MySQL name
+// the session variable differently, the statement is the same).
+func beginRC(ctx context.Context, c conn, sessionRC bool) (*sql.Tx, error) {
+	if sessionRC {
+		return c.BeginTx(ctx, nil)
+	}
+	return c.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+}
+
+// retry runs fn until it succeeds, fails for good, or maxRetries
+// retryable errors (deadlock, lock wait timeout) have passed, sleeping a
+// jittered, growing pause between tries.
+func (d *Driver) retry(ctx context.Context, fn func() error) error {
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = fn()
+		if err == nil || !dialect.IsRetryable(err) || attempt >= maxRetries {
+			return err
+		}
+		d.retried.Add(1)
+		d.log.Debug("dbq: mysql: retrying", "err", err, "attempt", attempt+1)
+		if werr := sleepJitter(ctx, attempt); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+}
+
+const maxRetries = 5
+
+// Enqueue inserts jobs, all or none, and returns their ids in order. tx is
+// nil (a transaction of the driver's own; a single batch is one autocommit
+// INSERT) or the caller's *sql.Tx; anything else gives ErrUnsupportedTx.
+// Each batch of up to 1000 jobs is one multi-row INSERT; its ids come from
+// LAST_INSERT_ID() (the package documentation says how, and why that is
+// exact in every innodb_autoinc_lock_mode).
+func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]int64, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	for i, j := range jobs {
+		if !j.RunAt.IsZero() {
+			if y := j.RunAt.UTC().Year(); y < 1000 || y > 9999 {
+				return nil, fmt.Errorf("job %d: %w: RunAt %v outside DATETIME's years 1000..9999", i, queue.ErrInvalidJob, j.RunAt)
+			}
+		}
+	}
+	batches := d.batches(jobs)
+	switch t := tx.(type) {
+	case nil:
+		var ids []int64
+		err := d.retry(ctx, func() error {
+			var err error
+			if len(batches) == 1 {
+				ids, err = d.insert(ctx, d.db, batches[0], nil)
+				return err
+			}
+			own, err := beginRC(ctx, d.db, d.sessionRC)
+			if err != nil {
+				return d.classify("enqueue", err)
+			}
+			ids = ids[:0]
+			for _, b := range batches {
+				if ids, err = d.insert(ctx, own, b, ids); err != nil {
+					own.Rollback()
+					return err
+				}
+			}
+			return d.classify("enqueue commit", own.Commit())
+		})
+		return ids, err
+	case *sql.Tx:
+		if t == nil {
+			return nil, fmt.Errorf("%w: nil *sql.Tx", queue.ErrUnsupportedTx)
+		}
+		var ids []int64
+		for _, b := range batches {
+			var err error
+			if ids, err = d.insert(ctx, t, b, ids); err != nil {
+				return nil, err
+			}
+		}
+		return ids, nil
+	default:
+		return nil, fmt.Errorf("%w: %T (the mysql dialect takes a *sql.Tx)", queue.ErrUnsupportedTx, tx)
+	}
+}
+
+// batches splits jobs into INSERTs of at most 1000 rows and about a
+// quarter of max_allowed_packet (escaping can double a payload's bytes).
+func (d *Driver) batches(jobs []queue.NewJob) [][]queue.NewJob {
+	budget := int(d.server.MaxAllowedPacket / 4)
+	if budget < 64<<10 {
+		budget = 64 << 10
+	}
+	var out [][]queue.NewJob
+	start, size := 0, 0
+	for i, j := range jobs {
+		sz := len(j.Payload) + len(j.DedupeKey) + 128
+		if i > start && (i-start >= 1000 || size+sz > budget) {
+			out = append(out, jobs[start:i])
+			start, size = i, 0
+		}
+		size += sz
+	}
+	if start < len(jobs) {
+		out = append(out, jobs[start:])
+	}
+	return out
+}
+
+type execQuerier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (d *Driver) insert(ctx context.Context, ex execQuerier, jobs []queue.NewJob, ids []int64) ([]int64, error) {
+	var marker any
+	if d.idsByMarker {
+		marker = newToken()
+	}
+	args := make([]any, 0, 8*len(jobs))
+	for _, j := range jobs {
+		var runAt any
+		if !j.RunAt.IsZero() {
+			runAt = formatTime(j.RunAt)
+		}
+		var dedupe any
+		if j.DedupeKey != "" {
+			dedupe = []byte(j.DedupeKey)
+		}
+		payload := j.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		args = append(args, j.Queue, payload, j.Priority, runAt, micros(j.Delay), j.MaxAttempts, dedupe, marker)
+	}
+	res, err := ex.ExecContext(ctx, d.stmts.get(sqlEnqueue, len(jobs)), args...)
+	if err != nil {
+		if isDuplicate(err) {
+			return nil, fmt.Errorf("%w: %v", queue.ErrDuplicate, err)
+		}
+		return nil, d.classify("enqueue", err)
+	}
+	first, err := res.LastInsertId()
+	if err != nil {
+		return nil, fmt.Errorf("dbq: mysql enqueue: %w", err)
+	}
+	if marker != nil {
+		got, err := dialect.QueryIDs(ctx, ex, d.stmts.get(sqlEnqueueIDs, 0), first, marker, len(jobs))
+		if err != nil {
+			return nil, d.classify("enqueue ids", err)
+		}
+		if len(got) != len(jobs) {
+			return nil, fmt.Errorf("dbq: mysql enqueue: found %d of the %d rows just inserted", len(got), len(jobs))
+		}
+		return append(ids, got...), nil
+	}
+	step := d.server.AutoincIncrement
+	for i := range jobs {
+		ids = append(ids, first+int64(i)*step)
+	}
+	return ids, nil
+}
+
+// Stats counts jobs per queue.
+func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlStats, 0))
+	if err != nil {
+		return nil, d.classify("stats", err)
+	}
+	defer rows.Close()
+	var out []queue.QueueStats
+	for rows.Next() {
+		var s queue.QueueStats
+		var ageMicros int64
+		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros); err != nil {
+			return nil, d.classify("stats", err)
+		}
+		s.OldestReadyAge = float64(ageMicros) / 1e6
+		out = append(out, s)
+	}
+	return out, d.classify("stats", rows.Err())
+}
+
+// Rescue gives back every job whose lease has expired — its holder died or
+// stalled without Extend — in every queue, and returns how many. Each
+// counts as a failed run: attempt+1, last_error says so, and a job out of
+// attempts is dead. Claim runs one bounded pass over its own queue at most
+// every Lease/4 by itself; call Rescue from a cron or the CLI to do it for
+// all queues now.
+func (d *Driver) Rescue(ctx context.Context) (int, error) {
+	if d.closed.Load() {
+		return 0, queue.ErrClosed
+	}
+	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlRescueQueues, 0))
+	if err != nil {
+		return 0, d.classify("rescue", err)
+	}
+	var queues []string
+	for rows.Next() {
+		var q string
+		if err := rows.Scan(&q); err != nil {
+			rows.Close()
+			return 0, d.classify("rescue", err)
+		}
+		queues = append(queues, q)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, d.classify("rescue", err)
+	}
+	total := 0
+	for _, q := range queues {
+		for {
+			n, err := d.rescueOnce(ctx, d.db, q)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			if n < d.cfg.RescueBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// rescueOnce runs one bounded pass over queue q: candidate select through
+// the claim index, then lock by primary key with SKIP LOCKED and update,
+// in a READ COMMITTED transaction.
+func (d *Driver) rescueOnce(ctx context.Context, c conn, q string) (int, error) {
+	var n int
+	err := d.retry(ctx, func() error {
+		n = 0
+		cand, err := dialect.QueryIDs(ctx, c, d.stmts.get(sqlRescueCandidates, 0), q, d.cfg.RescueBatch)
+		if err != nil || len(cand) == 0 {
+			return d.classify("rescue", err)
+		}
+		tx, err := beginRC(ctx, c, false)
+		if err != nil {
+			return d.classify("rescue", err)
+		}
+		defer tx.Rollback()
+		locked, err := dialect.QueryIDs(ctx, tx, d.stmts.get(sqlRescueLock, len(cand)), anys(cand)...)
+		if err != nil {
+			return d.classify("rescue", err)
+		}
+		if len(locked) > 0 {
+			if _, err := tx.ExecContext(ctx, d.stmts.get(sqlRescue, len(locked)), anys(locked)...); err != nil {
+				return d.classify("rescue", err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return d.classify("rescue", err)
+		}
+		n = len(locked)
+		return nil
+	})
+	if n > 0 {
+		d.log.Info("dbq: mysql: gave back jobs whose lease expired", "jobs", n, "queue", q, "table", d.stmts.base.Jobs)
+	}
+	return n, err
+}
+
+// rescueDue reports whether a claim of queue q should run a rescue pass
+// now, and if so books the pass so that concurrent claims skip it.
+func (d *Driver) rescueDue(q string) bool {
+	v, _ := d.lastRescue.LoadOrStore(q, new(atomic.Int64))
+	last := v.(*atomic.Int64)
+	prev := last.Load()
+	now := int64(time.Since(d.epoch)) + 1 // never 0, which means "not yet"
+	if prev != 0 && now-prev < int64(d.cfg.Lease/4) {
+		return false
+	}
+	return last.CompareAndSwap(prev, now)
+}
+
+func anys(ids []int64) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
+
+// truncateError makes s valid UTF-8 (the column is utf8mb4 text) and cuts
+// it to queue.MaxErrorBytes on a character boundary.
+func truncateError(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= queue.MaxErrorBytes {
+		return s
+	}
+	cut := queue.MaxErrorBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}

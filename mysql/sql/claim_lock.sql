@@ -1,0 +1,13 @@
+-- Step 2, in a READ COMMITTED transaction: lock the sampled candidates by
+-- primary key only, skipping rows another transaction holds, and re-check
+-- them against the primary (a candidate may be stale). Under READ COMMITTED
+-- InnoDB releases the lock on a row that fails the WHERE at once, so the
+-- transaction ends up holding exactly the rows this returns.
+-- lease_end is the new lease's end on the database clock.
+SELECT id, queue, payload, priority, run_at, attempt, max_attempts,
+       last_error, dedupe_key, created_at,
+       UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND AS lease_end
+FROM {{.Jobs}} FORCE INDEX (PRIMARY)
+WHERE id IN ({{.List}})
+  AND queue = ? AND state = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+FOR UPDATE SKIP LOCKED

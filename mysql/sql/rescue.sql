@@ -1,0 +1,11 @@
+-- Lease expiry, step 3: the holder died or stalled, which counts as a failed
+-- run. state is assigned first, from the attempt count before this update
+-- (MySQL evaluates single-table assignments left to right; MariaDB's
+-- SIMULTANEOUS_ASSIGNMENT mode reads old values throughout: same result).
+UPDATE {{.Jobs}}
+SET state = IF(attempt + 1 >= max_attempts, 'dead', 'ready'),
+    attempt = attempt + 1,
+    last_error = 'dbq: lease expired: the holder died or stalled without Extend',
+    claim_token = NULL,
+    claimed_until = NULL
+WHERE id IN ({{.List}})

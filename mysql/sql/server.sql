@@ -1,0 +1,2 @@
+-- What the dialect needs to know about the server, read once by New.
+SELECT VERSION(), @@innodb_autoinc_lock_mode, @@auto_increment_increment, @@max_allowed_packet
