@@ -1,0 +1,20 @@
+-- retry: move the held jobs named by the (id, token) rows of the VALUES
+-- list back to jobs with attempt + 1, run_at = now + delay and the error
+-- kept; a job whose attempts are spent, or whose row says dead = 1, becomes
+-- dead. One autocommit statement; returns the ids moved, which keep their
+-- ids (no identity). FORCESEEK: each lease by its key, as in complete.sql.
+DELETE f
+OUTPUT deleted.id, deleted.queue, deleted.payload, deleted.priority,
+       DATEADD(millisecond, l.delay_ms, DATEADD(second, l.delay_s, SYSUTCDATETIME())),
+       deleted.attempt + 1, deleted.max_attempts,
+       CASE WHEN l.dead = 1 OR deleted.attempt + 1 >= deleted.max_attempts THEN 'dead' ELSE 'ready' END,
+       l.error, deleted.dedupe_key, deleted.created_at
+  INTO {{table "jobs"}} (id, queue, payload, priority,
+       run_at,
+       attempt, max_attempts,
+       state,
+       last_error, dedupe_key, created_at)
+OUTPUT deleted.id
+FROM {{table "jobs_inflight"}} AS f WITH (ROWLOCK, FORCESEEK)
+INNER JOIN (VALUES {{rows}}) AS l (id, token, delay_s, delay_ms, dead, error)
+    ON f.id = l.id AND f.claim_token = l.token;

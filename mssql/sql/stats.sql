@@ -1,0 +1,22 @@
+-- stats: per queue, ready (run_at passed), scheduled (run_at ahead), held
+-- (in jobs_inflight) and dead jobs, and the age in microseconds of the
+-- oldest ready job.
+SELECT s.queue,
+       SUM(s.ready), SUM(s.scheduled), SUM(s.held), SUM(s.dead),
+       COALESCE(DATEDIFF_BIG(microsecond, MIN(s.oldest), SYSUTCDATETIME()), 0)
+FROM (
+    SELECT queue,
+           COUNT_BIG(CASE WHEN state = 'ready' AND run_at <= SYSUTCDATETIME() THEN 1 END) AS ready,
+           COUNT_BIG(CASE WHEN state = 'ready' AND run_at > SYSUTCDATETIME() THEN 1 END) AS scheduled,
+           CAST(0 AS BIGINT) AS held,
+           COUNT_BIG(CASE WHEN state = 'dead' THEN 1 END) AS dead,
+           MIN(CASE WHEN state = 'ready' AND run_at <= SYSUTCDATETIME() THEN run_at END) AS oldest
+    FROM {{table "jobs"}}
+    GROUP BY queue
+    UNION ALL
+    SELECT queue, 0, 0, COUNT_BIG(*), 0, NULL
+    FROM {{table "jobs_inflight"}}
+    GROUP BY queue
+) AS s
+GROUP BY s.queue
+ORDER BY s.queue;
