@@ -1,0 +1,76 @@
+# dbq: common tasks. `make help` lists them.
+#
+# make test          ensure PostgreSQL and MariaDB answer (scripts/ensure-servers.sh),
+#                    then go vet and the full test suite with the race detector
+# make test-short    unit tests only, no database servers needed
+# make test-compose  all dialects (incl. SQL Server) in docker compose; needs a Docker engine
+
+GO    ?= go
+GOFMT ?= gofmt
+
+# Find the Go toolchain even when PATH lacks it (a fresh login shell, CI).
+export PATH := $(PATH):/usr/local/go/bin:$(HOME)/go/bin
+
+# Dialects that `make test-compose` requires (fail rather than skip).
+COMPOSE_REQUIRE ?= postgres,mysql,mssql,sqlite
+
+.DEFAULT_GOAL := help
+
+.PHONY: help test test-short test-compose servers bench build demo lint clean
+
+help:
+	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./..."
+	@echo "make test-short    go test -short ./... (no servers)"
+	@echo "make test-compose  docker compose up, go test -race ./... on every dialect, compose down"
+	@echo "make servers       only ensure the local PostgreSQL and MariaDB answer"
+	@echo "make bench         benchmarks, one iteration each"
+	@echo "make build         bin/dbq"
+	@echo "make demo          go run ./cmd/dbq demo"
+	@echo "make lint          gofmt -l (must print nothing) and go vet"
+	@echo "make clean         remove build and test leftovers"
+
+servers:
+	@bash scripts/ensure-servers.sh
+
+# Fuzz targets' seed corpora run as ordinary tests here.
+test: servers
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test-short:
+	$(GO) test -short ./...
+
+# Compose is torn down whatever happens; the tests' exit code is kept.
+test-compose:
+	@docker compose version >/dev/null 2>&1 || { echo "test-compose: needs docker compose (the compose plugin), which this machine lacks"; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "test-compose: needs a running Docker engine; 'docker info' fails here (use make test for the local servers)"; exit 1; }
+	@status=0; \
+	trap 'docker compose down -v; exit 130' INT TERM; \
+	docker compose up -d --wait || status=$$?; \
+	if [ $$status -eq 0 ]; then \
+		DBQ_REQUIRE=$(COMPOSE_REQUIRE) $(GO) test -race -count=1 -timeout 30m ./... || status=$$?; \
+	else \
+		echo "docker compose up failed (exit $$status)"; \
+	fi; \
+	docker compose down -v || true; \
+	exit $$status
+
+bench:
+	$(GO) test -run XXX -bench . -benchtime 1x ./...
+
+build:
+	$(GO) build -o bin/dbq ./cmd/dbq
+
+demo:
+	$(GO) run ./cmd/dbq demo
+
+lint:
+	@out=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -not -path './bin/*' -print0 | xargs -0 -r $(GOFMT) -l); \
+	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt -w:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin .tmp
+	rm -f dbq.db dbq.db-wal dbq.db-shm
+	find . -path ./.git -prune -o \( -name '*.test' -o -name '*.prof' \) -type f -print0 | xargs -0 -r rm -f
+	$(GO) clean -testcache

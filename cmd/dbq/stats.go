@@ -1,0 +1,50 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func statsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Show per queue: ready, scheduled, held and dead jobs, and the oldest ready job's wait",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q, err := g.open(cmd.Context(), g.config())
+			if err != nil {
+				return err
+			}
+			defer q.Close()
+			st, err := q.Stats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if st == nil {
+					st = st[:0]
+				}
+				return enc.Encode(st)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tHELD\tDEAD\tOLDEST READY\t")
+			for _, s := range st {
+				age := "-"
+				if s.Ready > 0 {
+					age = time.Duration(s.OldestReadyAge * float64(time.Second)).Round(time.Millisecond).String()
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", s.Queue, s.Ready, s.Scheduled, s.Held, s.Dead, age)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
