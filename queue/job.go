@@ -97,6 +97,10 @@ type RetryParams struct {
 	Error string
 	// Dead makes the job dead at once, whatever attempts it has left.
 	Dead bool
+	// Snooze reschedules the job at now + Delay without spending an
+	// attempt: attempt and last_error stay as they were, and Error and Dead
+	// are ignored. See [Snooze].
+	Snooze bool
 }
 
 // MaxErrorBytes is the longest last_error kept; longer messages are cut.
@@ -109,6 +113,7 @@ type QueueStats struct {
 	Scheduled int64  `json:"scheduled"` // run_at in the future
 	Held      int64  `json:"held"`      // claimed (lease dialects) or locked (advisory)
 	Dead      int64  `json:"dead"`
+	Paused    bool   `json:"paused"` // claims take none of its jobs; see Queue.Pause
 	// OldestReadyAge is how long the oldest ready job has waited past its
 	// run_at, in seconds.
 	OldestReadyAge float64 `json:"oldest_ready_age_seconds"`

@@ -1,0 +1,194 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dbqueue/dbq/dialect"
+)
+
+// ErrUnsupported: the dialect driver does not implement an optional
+// operation. Every dialect dbq ships implements them all.
+var ErrUnsupported = errors.New("dbq: operation not supported by this dialect")
+
+// Admin is implemented by drivers whose jobs can be managed outside a
+// claim: unique enqueue that returns the existing job, listing, cancel,
+// reviving dead jobs and pausing queues. Every shipped dialect implements
+// it; Queue's methods of the same names return ErrUnsupported otherwise.
+type Admin interface {
+	// EnqueueUnique stores job, whose DedupeKey is set, unless a stored job
+	// of its queue has that key; it returns the id of the job it stored or
+	// of the one already there, and whether that one existed. It never
+	// fails with ErrDuplicate and never aborts the caller's transaction tx
+	// (nil: the driver's own).
+	EnqueueUnique(ctx context.Context, tx any, job NewJob) (id int64, existed bool, err error)
+	// Jobs lists stored jobs that match f in id order, at most f.Limit.
+	Jobs(ctx context.Context, f JobFilter) ([]*Job, error)
+	// Cancel deletes those of ids that no one holds (ready, scheduled or
+	// dead) and returns the ids it deleted. A held job is left to its
+	// holder, who may still complete or fail it.
+	Cancel(ctx context.Context, ids []int64) ([]int64, error)
+	// RetryDead makes dead jobs of queue ready to run now, with attempt 0
+	// and last_error kept; ids nil means every dead job of the queue. It
+	// returns the ids it revived.
+	RetryDead(ctx context.Context, queue string, ids []int64) ([]int64, error)
+	// SetPaused pauses or resumes queue. While a queue is paused, Claim
+	// returns none of its jobs; enqueue, complete, retry and release go on.
+	SetPaused(ctx context.Context, queue string, paused bool) error
+	// Paused lists the paused queues in name order.
+	Paused(ctx context.Context) ([]string, error)
+}
+
+// JobFilter selects stored jobs for [Queue.Jobs].
+type JobFilter struct {
+	// Queue, when set, keeps only that queue's jobs.
+	Queue string
+	// State, when set, keeps only jobs in that state.
+	State State
+	// AfterID keeps jobs with a larger id: pass the last id of a page to
+	// get the next.
+	AfterID int64
+	// Limit caps the jobs returned: default 100, at most 10,000.
+	Limit int
+}
+
+// Default and largest JobFilter.Limit.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 10_000
+)
+
+func (f JobFilter) check() (JobFilter, error) {
+	if f.Queue != "" {
+		if err := dialect.ValidateQueue(f.Queue); err != nil {
+			return f, err
+		}
+	}
+	switch f.State {
+	case "", StateReady, StateClaimed, StateDead:
+	default:
+		return f, fmt.Errorf("%w: unknown state %q", ErrInvalidJob, f.State)
+	}
+	if f.Limit < 0 || f.Limit > MaxListLimit {
+		return f, fmt.Errorf("%w: Limit %d out of range 0..%d", ErrInvalidLimit, f.Limit, MaxListLimit)
+	}
+	if f.Limit == 0 {
+		f.Limit = DefaultListLimit
+	}
+	return f, nil
+}
+
+func (q *Queue) admin() (Admin, error) {
+	if q.closed.Load() {
+		return nil, ErrClosed
+	}
+	a, ok := q.drv.(Admin)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, q.drv.Dialect())
+	}
+	return a, nil
+}
+
+// EnqueueUnique stores job unless a job of its queue with its DedupeKey is
+// stored (ready, scheduled, held or dead), and returns the id of the new
+// job or of the existing one, and whether it existed. It is how to make a
+// job unique without handling ErrDuplicate. tx is the caller's
+// transaction, as for EnqueueTx, or nil.
+func (q *Queue) EnqueueUnique(ctx context.Context, tx any, job NewJob) (id int64, existed bool, err error) {
+	a, err := q.admin()
+	if err != nil {
+		return 0, false, err
+	}
+	if job.DedupeKey == "" {
+		return 0, false, fmt.Errorf("%w: EnqueueUnique needs a DedupeKey", ErrInvalidJob)
+	}
+	if err := q.check(&job); err != nil {
+		return 0, false, err
+	}
+	return a.EnqueueUnique(ctx, tx, job)
+}
+
+// Jobs lists stored jobs that match f, in id order. Page with f.AfterID.
+func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]*Job, error) {
+	a, err := q.admin()
+	if err != nil {
+		return nil, err
+	}
+	if f, err = f.check(); err != nil {
+		return nil, err
+	}
+	return a.Jobs(ctx, f)
+}
+
+// Cancel deletes the jobs of ids that no one holds and returns those it
+// deleted; held jobs stay with their holder.
+func (q *Queue) Cancel(ctx context.Context, ids ...int64) ([]int64, error) {
+	a, err := q.admin()
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	return a.Cancel(ctx, ids)
+}
+
+// RetryDead makes dead jobs of queue ready now with attempt 0; no ids
+// means all of the queue's dead jobs. It returns the ids it revived.
+func (q *Queue) RetryDead(ctx context.Context, queue string, ids ...int64) ([]int64, error) {
+	a, err := q.admin()
+	if err != nil {
+		return nil, err
+	}
+	if err := dialect.ValidateQueue(queue); err != nil {
+		return nil, err
+	}
+	return a.RetryDead(ctx, queue, ids)
+}
+
+// Pause stops claims from queue until Resume; jobs held go on.
+func (q *Queue) Pause(ctx context.Context, queue string) error { return q.setPaused(ctx, queue, true) }
+
+// Resume lets claims take jobs of a paused queue again.
+func (q *Queue) Resume(ctx context.Context, queue string) error {
+	return q.setPaused(ctx, queue, false)
+}
+
+func (q *Queue) setPaused(ctx context.Context, queue string, paused bool) error {
+	a, err := q.admin()
+	if err != nil {
+		return err
+	}
+	if err := dialect.ValidateQueue(queue); err != nil {
+		return err
+	}
+	return a.SetPaused(ctx, queue, paused)
+}
+
+// Paused lists the paused queues in name order.
+func (q *Queue) Paused(ctx context.Context) ([]string, error) {
+	a, err := q.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.Paused(ctx)
+}
+
+// Waker is implemented by drivers that can tell idle workers at once that
+// jobs were enqueued, such as PostgreSQL with LISTEN/NOTIFY. Workers still
+// poll; a wake-up only cuts the wait short.
+type Waker interface {
+	// Subscribe returns a channel that receives (coalesced, never blocking
+	// the sender) after jobs of queue are committed, and a function that
+	// ends the subscription.
+	Subscribe(queue string) (wake <-chan struct{}, stop func())
+}
+
+// Snooze returns an error a Handler gives to run its job again after d
+// without spending an attempt: the claim ends, the job is ready again at
+// now + d on the database clock, and its attempt and last_error stay.
+func Snooze(d time.Duration) error { return &SnoozeError{Delay: max(d, 0)} }
+
+// SnoozeError is what Snooze returns.
+type SnoozeError struct{ Delay time.Duration }
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("dbq: job snoozed for %v", e.Delay) }
