@@ -31,6 +31,17 @@
 // taken, so a claimer that dies there spends no attempt: its jobs simply
 // become claimable again.
 //
+// # Running jobs
+//
+// A [Worker] runs a [Handler] per job on Concurrency goroutines. It claims
+// when it has free slots — again at once after a claim that filled its
+// batch, else after PollInterval with jitter, or sooner when the driver is a
+// [Waker] and jobs were enqueued — renews leases while handlers run, writes
+// results in batches, and on shutdown stops claiming and releases what it
+// could not finish. A handler's error retries the job, [Permanent] makes it
+// dead, [Snooze] runs it again later without spending an attempt. [Hooks]
+// observe claims and runs for metrics (package metrics) and tracing.
+//
 // # Implementing a dialect
 //
 // A dialect implements [Driver] and [Claimer] and passes the conformance

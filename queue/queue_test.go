@@ -138,7 +138,8 @@ func TestWorkerCancelsHandlerOnLostLease(t *testing.T) {
 		<-hctx.Done()
 		return hctx.Err()
 	}
-	w, _ := queue.NewWorker(q, h, queue.WorkerConfig{Queue: "slow", Concurrency: 1, ShutdownTimeout: 10 * time.Second})
+	hooks := newRecHooks()
+	w, _ := queue.NewWorker(q, h, queue.WorkerConfig{Queue: "slow", Concurrency: 1, ShutdownTimeout: 10 * time.Second, Hooks: hooks})
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
@@ -158,5 +159,11 @@ func TestWorkerCancelsHandlerOnLostLease(t *testing.T) {
 	}
 	if s, _ := q.Stats(ctx); len(s) != 1 || s[0].Held != 1 {
 		t.Fatalf("queue %+v: the thief's claim must stand", s)
+	}
+	_, _, o := hooks.snapshot()
+	hooks.mu.Lock()
+	defer hooks.mu.Unlock()
+	if o[queue.OutcomeLeaseLost] != 1 || len(o) != 1 || len(hooks.lost) != 1 || hooks.lost[0] != ids[0] {
+		t.Fatalf("hooks: outcomes %v, LeasesLost %v; want one lease_lost run of job %d", o, hooks.lost, ids[0])
 	}
 }

@@ -15,7 +15,8 @@ import (
 
 // Handler runs one job. A nil error completes the job; an error retries it
 // with backoff, or makes it dead once its attempts are spent or when the
-// error is wrapped by Permanent. A panic counts as an error. ctx is
+// error is wrapped by Permanent; an error from Snooze runs it again later
+// without spending an attempt. A panic counts as an error. ctx is
 // cancelled when the worker hard-stops or the job's lease is lost.
 type Handler func(ctx context.Context, job *Job) error
 
@@ -39,8 +40,14 @@ type WorkerConfig struct {
 	// most 1000.
 	BatchSize int
 	// PollInterval is the pause after a claim that found less than it asked
-	// for, with ±20% jitter. Default 1s.
+	// for, with ±20% jitter. A claim that filled its batch is followed by
+	// the next at once. Default 1s.
 	PollInterval time.Duration
+	// DisableWakeups makes the worker only poll. By default, when the
+	// Queue's driver is a [Waker] (PostgreSQL with LISTEN/NOTIFY), an
+	// enqueue on the worker's queue cuts its poll wait short, so pickup
+	// latency is not the poll interval.
+	DisableWakeups bool
 	// ShutdownTimeout is how long in-flight handlers may run on after Run's
 	// context is cancelled; then their contexts are cancelled and their jobs
 	// released. Default 30s.
@@ -50,6 +57,9 @@ type WorkerConfig struct {
 	Backoff Backoff
 	// Logger defaults to the Queue's logger.
 	Logger *slog.Logger
+	// Hooks observe claims and runs, for metrics and tracing. Default
+	// none, which costs nothing per job.
+	Hooks Hooks
 }
 
 // Worker claims jobs from one queue and runs them with a Handler on
@@ -62,17 +72,22 @@ type Worker struct {
 	cfg     WorkerConfig
 	log     *slog.Logger
 
+	hooks Hooks // nil when the config has none: no calls, no timing
+
 	running atomic.Bool
 	stats   workerCounters
 }
 
 type workerCounters struct {
-	claimed, completed, retried, released, lost, panics, claimErrors atomic.Int64
+	claimed, completed, retried, dead, snoozed, released, lost, panics, claimErrors atomic.Int64
 }
 
-// WorkerStats counts what a Worker has done since it was made.
+// WorkerStats counts what a Worker has done since it was made. Retried
+// counts every failure written, Dead those of them that made the job dead;
+// Snoozed counts runs ended by Snooze, which are not failures.
 type WorkerStats struct {
 	Claimed, Completed, Retried, Released, LeasesLost, Panics, ClaimErrors int64
+	Dead, Snoozed                                                          int64
 }
 
 // NewWorker returns a Worker for q. It validates cfg.
@@ -109,7 +124,7 @@ func NewWorker(q *Queue, h Handler, cfg WorkerConfig) (*Worker, error) {
 	case cfg.PollInterval < 0 || cfg.ShutdownTimeout < 0:
 		return nil, fmt.Errorf("%w: negative PollInterval or ShutdownTimeout", ErrInvalidConfig)
 	}
-	return &Worker{q: q, handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue)}, nil
+	return &Worker{q: q, handler: h, cfg: cfg, log: cfg.Logger.With("queue", cfg.Queue), hooks: cfg.Hooks}, nil
 }
 
 // Stats returns the worker's counters.
@@ -118,7 +133,7 @@ func (w *Worker) Stats() WorkerStats {
 	return WorkerStats{
 		Claimed: c.claimed.Load(), Completed: c.completed.Load(), Retried: c.retried.Load(),
 		Released: c.released.Load(), LeasesLost: c.lost.Load(), Panics: c.panics.Load(),
-		ClaimErrors: c.claimErrors.Load(),
+		ClaimErrors: c.claimErrors.Load(), Dead: c.dead.Load(), Snoozed: c.snoozed.Load(),
 	}
 }
 
@@ -128,17 +143,26 @@ type outcome int
 const (
 	done outcome = iota
 	failed
+	snoozed
 	released
 	lost
+	nOutcomes
 )
 
 type result struct {
 	job   *Job
 	out   outcome
-	err   error
+	err   error // the handler's
 	perm  bool
 	delay time.Duration
+	// For Hooks only: the context JobStart returned and the run time.
+	ctx  context.Context
+	took time.Duration
 }
+
+// dead reports whether a failed result makes its job dead, as the dialects'
+// retry statements decide it.
+func (r *result) dead() bool { return r.perm || r.job.Attempt+1 >= r.job.MaxAttempts }
 
 type running struct {
 	job    *Job
@@ -166,6 +190,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Subscribe before the first claim, so that no enqueue falls between
+	// a claim that missed it and the wait that follows.
+	var wake <-chan struct{}
+	if wk, ok := w.q.drv.(Waker); ok && !w.cfg.DisableWakeups {
+		var unsubscribe func()
+		wake, unsubscribe = wk.Subscribe(w.cfg.Queue)
+		defer unsubscribe()
+	}
+	w.log.Debug("dbq: worker started", "concurrency", w.cfg.Concurrency, "batch", w.cfg.BatchSize,
+		"poll", w.cfg.PollInterval, "wakeups", wake != nil)
+	defer w.log.Debug("dbq: worker stopped")
 	// Handlers run on a context that outlives ctx by ShutdownTimeout.
 	hardCtx, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardStop(nil)
@@ -256,8 +291,15 @@ claimLoop:
 		// off may cost a lock-based claimer its connection and with it the
 		// locks of the jobs still running.
 		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+		var began time.Time
+		if w.hooks != nil {
+			began = time.Now()
+		}
 		jobs, err := claimer.Claim(cctx, w.cfg.Queue, free)
 		ccancel()
+		if w.hooks != nil {
+			w.hooks.ClaimDone(w.cfg.Queue, free, len(jobs), time.Since(began), err)
+		}
 		for range free - len(jobs) {
 			slots <- struct{}{}
 		}
@@ -290,8 +332,9 @@ claimLoop:
 		for _, j := range jobs {
 			start(j)
 		}
+		// A full batch suggests more are ready: claim again at once.
 		if len(jobs) < free {
-			if !sleep(ctx, Jitter(w.cfg.PollInterval, 0.2)) {
+			if !w.idle(ctx, Jitter(w.cfg.PollInterval, 0.2), &wake) {
 				break claimLoop
 			}
 		}
@@ -318,6 +361,28 @@ claimLoop:
 	return claimer.Close(context.WithoutCancel(ctx))
 }
 
+// idle waits d, or less when *wake fires, and reports false when ctx ends
+// first. A closed wake channel means the driver can no longer wake us (its
+// listener died): from then on the worker only polls.
+func (w *Worker) idle(ctx context.Context, d time.Duration, wake *<-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case _, ok := <-*wake:
+			if ok {
+				return true
+			}
+			w.log.Warn("dbq: wake-ups stopped; polling only")
+			*wake = nil
+		}
+	}
+}
+
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -329,9 +394,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// run calls the handler, recovering a panic as a failure.
+// run calls the handler, recovering a panic as a failure. ctx's cause
+// tells a lost lease and a hard stop from the handler's own errors.
 func (w *Worker) run(ctx context.Context, j *Job) (res result) {
 	res.job = j
+	hctx := ctx
+	var began time.Time
+	if w.hooks != nil {
+		res.ctx, began = ctx, time.Now()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			w.stats.panics.Add(1)
@@ -339,16 +410,27 @@ func (w *Worker) run(ctx context.Context, j *Job) (res result) {
 			res.err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 			res.delay = w.cfg.Backoff(j.Attempt)
 		}
+		if w.hooks != nil {
+			res.took = time.Since(began)
+		}
 	}()
-	err := w.handler(ctx, j)
+	if w.hooks != nil {
+		hctx = w.hooks.JobStart(ctx, j)
+		res.ctx = hctx
+	}
+	err := w.handler(hctx, j)
+	res.err = err
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errLeaseLostCause):
 		res.out = lost
+	case err != nil && isSnooze(err, &res.delay):
+		// Before the shutdown case: a handler that asked to run later
+		// said what it wants, and a snooze costs no attempt either.
+		res.out = snoozed
 	case err != nil && errors.Is(cause, errShutdown):
 		res.out = released
 	case err != nil:
 		res.out = failed
-		res.err = err
 		var p *permanentError
 		res.perm = errors.As(err, &p)
 		res.delay = w.cfg.Backoff(j.Attempt)
@@ -358,18 +440,31 @@ func (w *Worker) run(ctx context.Context, j *Job) (res result) {
 	return res
 }
 
+// isSnooze reports whether err is a Snooze, and sets *delay to its delay.
+func isSnooze(err error, delay *time.Duration) bool {
+	var s *SnoozeError
+	if !errors.As(err, &s) {
+		return false
+	}
+	*delay = s.Delay
+	return true
+}
+
 // complete writes results in batches: whatever has arrived by the time the
-// previous batch is written goes in the next one.
+// previous batch is written goes in the next one. It counts each result
+// once its fate is known and reports it to the hooks.
 func (w *Worker) complete(c Claimer, results <-chan result) {
 	const maxBatch = 500
 	ctx := context.Background()
 	var (
+		batch     []result
 		completes []Lease
 		retries   []RetryParams
+		snoozes   []RetryParams
 		releases  []Lease
 	)
 	for first := range results {
-		batch := []result{first}
+		batch = append(batch[:0], first)
 	drain:
 		for len(batch) < maxBatch {
 			select {
@@ -382,49 +477,102 @@ func (w *Worker) complete(c Claimer, results <-chan result) {
 				break drain
 			}
 		}
-		completes, retries, releases = completes[:0], retries[:0], releases[:0]
-		for _, r := range batch {
+		completes, retries, snoozes, releases = completes[:0], retries[:0], snoozes[:0], releases[:0]
+		for i := range batch {
+			r := &batch[i]
 			switch r.out {
 			case done:
 				completes = append(completes, r.job.Lease())
 			case failed:
 				retries = append(retries, RetryParams{Lease: r.job.Lease(), Delay: r.delay, Error: r.err.Error(), Dead: r.perm})
+			case snoozed:
+				snoozes = append(snoozes, RetryParams{Lease: r.job.Lease(), Delay: r.delay, Snooze: true})
 			case released:
 				releases = append(releases, r.job.Lease())
-			case lost:
-				w.stats.lost.Add(1)
 			}
 		}
-		if len(completes) > 0 {
-			w.write(ctx, "complete", func(ctx context.Context) error { return c.Complete(ctx, completes) }, &w.stats.completed, len(completes))
+		// What became of each write: its lost leases, or that it failed.
+		var (
+			lostIDs   map[int64]struct{}
+			unwritten [nOutcomes]bool
+		)
+		write := func(out outcome, what string, n int, fn func(context.Context) error) {
+			if n == 0 {
+				return
+			}
+			lost, err := w.write(ctx, what, fn, n)
+			unwritten[out] = err != nil
+			for _, id := range lost {
+				if lostIDs == nil {
+					lostIDs = make(map[int64]struct{}, len(lost))
+				}
+				lostIDs[id] = struct{}{}
+			}
 		}
-		if len(retries) > 0 {
-			w.write(ctx, "retry", func(ctx context.Context) error { return c.Retry(ctx, retries) }, &w.stats.retried, len(retries))
-		}
-		if len(releases) > 0 {
-			w.write(ctx, "release", func(ctx context.Context) error { return c.Release(ctx, releases) }, &w.stats.released, len(releases))
+		write(done, "complete", len(completes), func(ctx context.Context) error { return c.Complete(ctx, completes) })
+		write(failed, "retry", len(retries), func(ctx context.Context) error { return c.Retry(ctx, retries) })
+		write(snoozed, "snooze", len(snoozes), func(ctx context.Context) error { return c.Retry(ctx, snoozes) })
+		write(released, "release", len(releases), func(ctx context.Context) error { return c.Release(ctx, releases) })
+		for i := range batch {
+			r := &batch[i]
+			_, wasLost := lostIDs[r.job.ID]
+			o := w.settle(r, wasLost, unwritten[r.out])
+			if w.hooks != nil {
+				w.hooks.JobEnd(r.ctx, r.job, o, r.took, r.err)
+			}
+			batch[i] = result{} // let the job be collected
 		}
 	}
 }
 
-// write runs one batch write, retrying transient failures a few times. A
-// batch that cannot be written is logged; its jobs come back when their
-// claims end (lease expiry or the claimer's connection closing), so they
-// run again rather than being lost.
-func (w *Worker) write(ctx context.Context, what string, fn func(context.Context) error, counter *atomic.Int64, n int) {
-	var err error
+// settle counts one result whose write went as told and returns its
+// outcome.
+func (w *Worker) settle(r *result, wasLost, unwritten bool) Outcome {
+	switch {
+	case r.out == lost || wasLost:
+		w.stats.lost.Add(1)
+		return OutcomeLeaseLost
+	case unwritten:
+		return OutcomeUnrecorded
+	}
+	switch r.out {
+	case done:
+		w.stats.completed.Add(1)
+		return OutcomeCompleted
+	case failed:
+		w.stats.retried.Add(1)
+		if r.dead() {
+			w.stats.dead.Add(1)
+			return OutcomeDead
+		}
+		return OutcomeRetried
+	case snoozed:
+		w.stats.snoozed.Add(1)
+		return OutcomeSnoozed
+	default:
+		w.stats.released.Add(1)
+		return OutcomeReleased
+	}
+}
+
+// write runs one batch write of n jobs, retrying transient failures a few
+// times, and returns the ids whose leases were lost, or the error that kept
+// the batch from being written. Such a batch is logged; its jobs come back
+// when their claims end (lease expiry or the claimer's connection
+// closing), so they run again rather than being lost.
+func (w *Worker) write(ctx context.Context, what string, fn func(context.Context) error, n int) (lostIDs []int64, err error) {
 	for attempt := range 5 {
 		err = fn(ctx)
 		if err == nil {
-			counter.Add(int64(n))
-			return
+			return nil, nil
 		}
 		var lost *LeaseLostError
 		if errors.As(err, &lost) {
-			counter.Add(int64(n - len(lost.IDs)))
-			w.stats.lost.Add(int64(len(lost.IDs)))
 			w.log.Warn("dbq: leases lost", "op", what, "ids", lost.IDs)
-			return
+			if w.hooks != nil {
+				w.hooks.LeasesLost(w.cfg.Queue, lost.IDs)
+			}
+			return lost.IDs, nil
 		}
 		if errors.Is(err, ErrClosed) {
 			break
@@ -432,6 +580,7 @@ func (w *Worker) write(ctx context.Context, what string, fn func(context.Context
 		time.Sleep(Jitter(time.Duration(50<<attempt)*time.Millisecond, 0.5))
 	}
 	w.log.Error("dbq: could not record results; the jobs will run again", "op", what, "jobs", n, "err", err)
+	return nil, err
 }
 
 // heartbeat extends the leases of running jobs every interval until ctx is
@@ -457,6 +606,9 @@ func (w *Worker) heartbeat(ctx context.Context, c Claimer, every time.Duration, 
 		switch {
 		case errors.As(err, &lost):
 			w.log.Warn("dbq: leases lost; cancelling their handlers", "ids", lost.IDs)
+			if w.hooks != nil {
+				w.hooks.LeasesLost(w.cfg.Queue, lost.IDs)
+			}
 			lostFn(lost.IDs)
 		case err != nil && ctx.Err() == nil:
 			w.log.Warn("dbq: heartbeat failed", "err", err)

@@ -1,0 +1,105 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/dbqueue/dbq/queue"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// CollectorConfig tunes a QueueCollector. The zero value means the
+// defaults its fields document.
+type CollectorConfig struct {
+	// Timeout bounds the Queue.Stats call of one scrape. Default 5s.
+	Timeout time.Duration
+	// Logger receives failed scrapes. Default: the Queue's logger.
+	Logger *slog.Logger
+}
+
+// QueueCollector is a prometheus.Collector that reports every queue of a
+// Queue's table — jobs ready, scheduled, held and dead, whether it is
+// paused, and the oldest ready job's wait — by calling Queue.Stats on each
+// scrape. Concurrent scrapes share one Stats call at a time, so a slow
+// database is not queried more often than its count finishes.
+type QueueCollector struct {
+	q       *queue.Queue
+	timeout time.Duration
+	log     *slog.Logger
+	sem     chan struct{} // one Stats at a time
+}
+
+var _ prometheus.Collector = (*QueueCollector)(nil)
+
+var (
+	jobsDesc = prometheus.NewDesc("dbq_queue_jobs",
+		"Stored jobs by state: ready (run_at passed), scheduled (run_at ahead), held (claimed), dead.",
+		[]string{"queue", "state"}, nil)
+	pausedDesc = prometheus.NewDesc("dbq_queue_paused",
+		"1 while the queue is paused: claims take none of its jobs.", []string{"queue"}, nil)
+	oldestDesc = prometheus.NewDesc("dbq_queue_oldest_ready_age_seconds",
+		"How long the oldest ready job has waited past its run_at; 0 with no ready job.", []string{"queue"}, nil)
+	upDesc = prometheus.NewDesc("dbq_queue_stats_up",
+		"1 when this scrape's count of stored jobs succeeded, 0 when it failed or timed out.", nil, nil)
+)
+
+// NewQueueCollector returns a collector over q. Register it with
+// prometheus.Registerer.Register; it queries q on every scrape.
+func NewQueueCollector(q *queue.Queue, cfg CollectorConfig) *QueueCollector {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = q.Config().Logger
+	}
+	return &QueueCollector{q: q, timeout: cfg.Timeout, log: cfg.Logger, sem: make(chan struct{}, 1)}
+}
+
+// Describe sends the collector's metric descriptions.
+func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{jobsDesc, pausedDesc, oldestDesc, upDesc} {
+		ch <- d
+	}
+}
+
+// Collect counts the queues' jobs and sends the gauges. A failed count
+// sends only dbq_queue_stats_up 0, so the rest of the scrape — the worker
+// metrics — still gets through.
+func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
+	stats, err := c.stats()
+	if err != nil {
+		c.log.Warn("dbq: metrics: counting jobs failed", "err", err)
+		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
+	for _, s := range stats {
+		for _, st := range [...]struct {
+			state string
+			n     int64
+		}{{"ready", s.Ready}, {"scheduled", s.Scheduled}, {"held", s.Held}, {"dead", s.Dead}} {
+			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(st.n), s.Queue, st.state)
+		}
+		paused := 0.0
+		if s.Paused {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, s.Queue)
+		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestReadyAge, s.Queue)
+	}
+}
+
+func (c *QueueCollector) stats() ([]queue.QueueStats, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	// Waiting for another scrape's count counts against the timeout too.
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("dbq: waiting for another scrape's count: %w", ctx.Err())
+	}
+	defer func() { <-c.sem }()
+	return c.q.Stats(ctx)
+}

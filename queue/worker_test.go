@@ -1,0 +1,370 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dbqueue/dbq/internal/memq"
+	"github.com/dbqueue/dbq/queue"
+)
+
+// spyDriver wraps memq's driver: it records snoozes, which memq does not
+// implement (it releases them instead, so the job runs again at once).
+type spyDriver struct {
+	queue.Driver
+	mu      sync.Mutex
+	snoozes []queue.RetryParams
+}
+
+func (d *spyDriver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
+	c, err := d.Driver.NewClaimer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &spyClaimer{Claimer: c, d: d}, nil
+}
+
+func (d *spyDriver) snoozed() []queue.RetryParams {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]queue.RetryParams(nil), d.snoozes...)
+}
+
+type spyClaimer struct {
+	queue.Claimer
+	d *spyDriver
+}
+
+func (c *spyClaimer) Retry(ctx context.Context, rs []queue.RetryParams) error {
+	var retries []queue.RetryParams
+	var releases []queue.Lease
+	for _, r := range rs {
+		if r.Snooze {
+			c.d.mu.Lock()
+			c.d.snoozes = append(c.d.snoozes, r)
+			c.d.mu.Unlock()
+			releases = append(releases, r.Lease)
+		} else {
+			retries = append(retries, r)
+		}
+	}
+	if len(releases) > 0 {
+		if err := c.Claimer.Release(ctx, releases); err != nil {
+			return err
+		}
+	}
+	if len(retries) > 0 {
+		return c.Claimer.Retry(ctx, retries)
+	}
+	return nil
+}
+
+// wakingDriver is a spyDriver that is a queue.Waker; tests send on wake.
+type wakingDriver struct {
+	*spyDriver
+	wake                chan struct{}
+	subscribed, stopped atomic.Int32
+	subscribedTo        atomic.Value
+}
+
+func (d *wakingDriver) Subscribe(q string) (<-chan struct{}, func()) {
+	d.subscribedTo.Store(q)
+	d.subscribed.Add(1)
+	return d.wake, func() { d.stopped.Add(1) }
+}
+
+// recHooks records what a Worker reports.
+type recHooks struct {
+	mu       sync.Mutex
+	claims   int
+	asked    int
+	got      int
+	outcomes map[queue.Outcome]int
+	lost     []int64
+	ctxOK    bool // every JobEnd got the context JobStart made
+	errs     map[queue.Outcome][]error
+}
+
+type hookKey struct{}
+
+func newRecHooks() *recHooks {
+	return &recHooks{outcomes: map[queue.Outcome]int{}, errs: map[queue.Outcome][]error{}, ctxOK: true}
+}
+
+func (h *recHooks) ClaimDone(_ string, asked, got int, _ time.Duration, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.claims++
+	h.asked += asked
+	h.got += got
+}
+
+func (h *recHooks) JobStart(ctx context.Context, j *queue.Job) context.Context {
+	return context.WithValue(ctx, hookKey{}, j.ID)
+}
+
+func (h *recHooks) JobEnd(ctx context.Context, j *queue.Job, o queue.Outcome, took time.Duration, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.outcomes[o]++
+	h.errs[o] = append(h.errs[o], err)
+	if id, _ := ctx.Value(hookKey{}).(int64); id != j.ID || took < 0 {
+		h.ctxOK = false
+	}
+}
+
+func (h *recHooks) LeasesLost(_ string, ids []int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lost = append(h.lost, ids...)
+}
+
+func (h *recHooks) snapshot() (claims, got int, outcomes map[queue.Outcome]int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := map[queue.Outcome]int{}
+	for k, v := range h.outcomes {
+		out[k] = v
+	}
+	return h.claims, h.got, out
+}
+
+// runWorker starts w and returns a function that stops it and returns
+// Run's error.
+func runWorker(t *testing.T, w *queue.Worker) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Each way a handler can end reaches the right claimer call, the worker's
+// counters and the hooks, and the handler runs on JobStart's context.
+func TestWorkerOutcomesAndHooks(t *testing.T) {
+	spy := &spyDriver{Driver: memq.New(time.Minute).Driver()}
+	q, _ := queue.New(spy, queue.Config{})
+	ctx := context.Background()
+	ids, err := q.Enqueue(ctx,
+		queue.NewJob{Queue: "o", Payload: []byte("ok")},
+		queue.NewJob{Queue: "o", Payload: []byte("fail-once")},
+		queue.NewJob{Queue: "o", Payload: []byte("perm")},
+		queue.NewJob{Queue: "o", Payload: []byte("snooze-once")},
+		queue.NewJob{Queue: "o", Payload: []byte("last-attempt"), MaxAttempts: 1},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu   sync.Mutex
+		runs = map[int64]int{}
+	)
+	h := func(ctx context.Context, j *queue.Job) error {
+		if id, _ := ctx.Value(hookKey{}).(int64); id != j.ID {
+			t.Errorf("job %d: handler context lacks JobStart's value (%v)", j.ID, id)
+		}
+		mu.Lock()
+		runs[j.ID]++
+		n := runs[j.ID]
+		mu.Unlock()
+		switch p := string(j.Payload); {
+		case p == "fail-once" && n == 1, p == "last-attempt":
+			return errors.New("boom")
+		case p == "perm":
+			return queue.Permanent(errors.New("never"))
+		case p == "snooze-once" && n == 1:
+			return queue.Snooze(time.Hour)
+		}
+		return nil
+	}
+	hooks := newRecHooks()
+	w, err := queue.NewWorker(q, h, queue.WorkerConfig{
+		Queue: "o", Concurrency: 2, PollInterval: 5 * time.Millisecond, Hooks: hooks,
+		Backoff: func(int) time.Duration { return 0 },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runWorker(t, w)
+	waitFor(t, "every job to end", func() bool {
+		_, _, o := hooks.snapshot()
+		return o[queue.OutcomeCompleted] == 3 && o[queue.OutcomeDead] == 2
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	st := w.Stats()
+	if st.Completed != 3 || st.Retried != 3 || st.Dead != 2 || st.Snoozed != 1 || st.Released != 0 || st.LeasesLost != 0 {
+		t.Errorf("stats %+v: want 3 completed, 3 retried (2 dead), 1 snoozed", st)
+	}
+	claims, got, o := hooks.snapshot()
+	want := map[queue.Outcome]int{queue.OutcomeCompleted: 3, queue.OutcomeRetried: 1, queue.OutcomeDead: 2, queue.OutcomeSnoozed: 1}
+	for _, oc := range queue.Outcomes() {
+		if o[oc] != want[oc] {
+			t.Errorf("hooks saw %d %v, want %d (all: %v)", o[oc], oc, want[oc], o)
+		}
+	}
+	if got != int(st.Claimed) || claims == 0 {
+		t.Errorf("ClaimDone: %d claims got %d jobs; worker claimed %d", claims, got, st.Claimed)
+	}
+	hooks.mu.Lock()
+	if !hooks.ctxOK {
+		t.Error("a JobEnd did not get JobStart's context")
+	}
+	var snoozeErr *queue.SnoozeError
+	if errs := hooks.errs[queue.OutcomeSnoozed]; len(errs) != 1 || !errors.As(errs[0], &snoozeErr) {
+		t.Errorf("JobEnd(snoozed) errors %v, want the Snooze error", errs)
+	}
+	if errs := hooks.errs[queue.OutcomeCompleted]; errs[0] != nil {
+		t.Errorf("JobEnd(completed) error %v, want nil", errs[0])
+	}
+	hooks.mu.Unlock()
+
+	sn := spy.snoozed()
+	if len(sn) != 1 || sn[0].Lease.ID != ids[3] || !sn[0].Snooze || sn[0].Delay != time.Hour {
+		t.Errorf("snoozes written %+v: want one for job %d, Snooze set, Delay 1h", sn, ids[3])
+	}
+}
+
+// A claim that fills its batch is followed by another at once: with an
+// hour's poll interval, a backlog of several batches still drains.
+func TestWorkerClaimsAgainAfterFullBatch(t *testing.T) {
+	q, _ := queue.New(memq.New(time.Minute).Driver(), queue.Config{})
+	jobs := make([]queue.NewJob, 40)
+	for i := range jobs {
+		jobs[i] = queue.NewJob{Queue: "full"}
+	}
+	if _, err := q.Enqueue(context.Background(), jobs...); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := queue.NewWorker(q, func(context.Context, *queue.Job) error { return nil },
+		queue.WorkerConfig{Queue: "full", Concurrency: 4, PollInterval: time.Hour})
+	stop := runWorker(t, w)
+	waitFor(t, "the backlog to drain without polling", func() bool { return w.Stats().Completed == 40 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Waker's wake-up ends an idle worker's wait: with an hour's poll
+// interval, a job enqueued after the first (empty) claim still runs. With
+// DisableWakeups the worker does not subscribe.
+func TestWorkerWakeups(t *testing.T) {
+	wd := &wakingDriver{spyDriver: &spyDriver{Driver: memq.New(time.Minute).Driver()}, wake: make(chan struct{}, 1)}
+	q, _ := queue.New(wd, queue.Config{})
+	hooks := newRecHooks()
+	w, _ := queue.NewWorker(q, func(context.Context, *queue.Job) error { return nil },
+		queue.WorkerConfig{Queue: "wake", Concurrency: 2, PollInterval: time.Hour, Hooks: hooks})
+	stop := runWorker(t, w)
+	waitFor(t, "the first claim", func() bool { c, _, _ := hooks.snapshot(); return c >= 1 })
+	if _, err := q.Enqueue(context.Background(), queue.NewJob{Queue: "wake"}); err != nil {
+		t.Fatal(err)
+	}
+	wd.wake <- struct{}{}
+	waitFor(t, "the woken worker to run the job", func() bool { return w.Stats().Completed == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if wd.subscribed.Load() != 1 || wd.stopped.Load() != 1 || wd.subscribedTo.Load() != "wake" {
+		t.Errorf("subscribed %d times to %v, stopped %d: want once to \"wake\", stopped once",
+			wd.subscribed.Load(), wd.subscribedTo.Load(), wd.stopped.Load())
+	}
+
+	off := &wakingDriver{spyDriver: &spyDriver{Driver: memq.New(time.Minute).Driver()}, wake: make(chan struct{}, 1)}
+	q2, _ := queue.New(off, queue.Config{})
+	w2, _ := queue.NewWorker(q2, func(context.Context, *queue.Job) error { return nil },
+		queue.WorkerConfig{Queue: "wake", PollInterval: 5 * time.Millisecond, DisableWakeups: true})
+	if _, err := q2.Enqueue(context.Background(), queue.NewJob{Queue: "wake"}); err != nil {
+		t.Fatal(err)
+	}
+	stop2 := runWorker(t, w2)
+	waitFor(t, "the polling worker to run the job", func() bool { return w2.Stats().Completed == 1 })
+	if err := stop2(); err != nil {
+		t.Fatal(err)
+	}
+	if n := off.subscribed.Load(); n != 0 {
+		t.Errorf("DisableWakeups: subscribed %d times", n)
+	}
+}
+
+// A driver that closes its wake channel (its listener died) leaves the
+// worker polling.
+func TestWorkerSurvivesClosedWakeChannel(t *testing.T) {
+	wd := &wakingDriver{spyDriver: &spyDriver{Driver: memq.New(time.Minute).Driver()}, wake: make(chan struct{})}
+	close(wd.wake)
+	q, _ := queue.New(wd, queue.Config{})
+	hooks := newRecHooks()
+	w, _ := queue.NewWorker(q, func(context.Context, *queue.Job) error { return nil },
+		queue.WorkerConfig{Queue: "w", PollInterval: 10 * time.Millisecond, Hooks: hooks})
+	stop := runWorker(t, w)
+	waitFor(t, "a claim", func() bool { c, _, _ := hooks.snapshot(); return c >= 1 })
+	if _, err := q.Enqueue(context.Background(), queue.NewJob{Queue: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the polling worker to run the job", func() bool { return w.Stats().Completed == 1 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A run cut off by shutdown is released, and the hooks say so.
+func TestWorkerHooksReleased(t *testing.T) {
+	q, _ := queue.New(memq.New(time.Minute).Driver(), queue.Config{})
+	if _, err := q.Enqueue(context.Background(), queue.NewJob{Queue: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	hooks := newRecHooks()
+	w, _ := queue.NewWorker(q, func(ctx context.Context, _ *queue.Job) error {
+		close(started)
+		<-ctx.Done()
+		return ctx.Err()
+	}, queue.WorkerConfig{Queue: "r", ShutdownTimeout: time.Millisecond, Hooks: hooks})
+	stop := runWorker(t, w)
+	<-started
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, o := hooks.snapshot(); o[queue.OutcomeReleased] != 1 || len(o) != 1 {
+		t.Errorf("outcomes %v, want one released", o)
+	}
+	if st, _ := q.Stats(context.Background()); len(st) != 1 || st[0].Ready != 1 {
+		t.Errorf("queue after shutdown %+v, want the job ready again", st)
+	}
+}
+
+func TestOutcomeString(t *testing.T) {
+	want := []string{"completed", "retried", "dead", "snoozed", "released", "lease_lost", "unrecorded"}
+	for i, o := range queue.Outcomes() {
+		if o.String() != want[i] {
+			t.Errorf("Outcome(%d) = %q, want %q", i, o, want[i])
+		}
+	}
+	if s := queue.Outcome(99).String(); s != "unknown" {
+		t.Errorf("Outcome(99) = %q", s)
+	}
+}
