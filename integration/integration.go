@@ -11,6 +11,8 @@ package integration
 
 import (
 	"testing"
+
+	"github.com/dbqueue/dbq/queue"
 )
 
 // Run runs the whole conformance suite against h.
@@ -33,6 +35,18 @@ type suite struct{ h Harness }
 type testCase struct {
 	name string
 	fn   func(t *testing.T, s *suite)
+}
+
+// needsAdmin marks a case that needs queue.Admin (and with it Snooze):
+// it is skipped, saying so, on a dialect that does not implement it yet.
+func needsAdmin(fn func(t *testing.T, s *suite)) func(t *testing.T, s *suite) {
+	return func(t *testing.T, s *suite) {
+		q := s.queue(t, queue.Config{})
+		if _, ok := q.Driver().(queue.Admin); !ok {
+			t.Skipf("%s does not implement queue.Admin yet (pause, cancel, unique enqueue, snooze)", q.Dialect())
+		}
+		fn(t, s)
+	}
 }
 
 // cases are the suite's subtests; names read as behaviour.
@@ -59,4 +73,13 @@ var cases = []testCase{
 	{"WorkerRunsEveryJobOnce", testWorkerDrains},
 	{"WorkerShutsDownGracefully", testWorkerShutdown},
 	{"WorkerMarksDead", testWorkerDead},
+	{"EnqueueUniqueReturnsExisting", needsAdmin(testEnqueueUnique)},
+	{"EnqueueUniqueRaceStoresOne", needsAdmin(testEnqueueUniqueRace)},
+	{"CancelLeavesHeldJobs", needsAdmin(testCancel)},
+	{"PauseStopsClaims", needsAdmin(testPause)},
+	{"SnoozeKeepsAttempt", needsAdmin(testSnooze)},
+	{"RetryDeadRevivesJobs", needsAdmin(testRetryDeadAdmin)},
+	{"JobsListsAndPages", needsAdmin(testJobsList)},
+	{"FrozenClaimerLosesItsJob", testFrozenClaimer},
+	{"WorkerSnoozeRunsAgain", needsAdmin(testWorkerSnooze)},
 }

@@ -448,7 +448,7 @@ func TestMigrationShape(t *testing.T) {
 		tables = append(tables, table)
 	}
 	sort.Strings(tables)
-	if !slices.Equal(tables, []string{"jobs", "jobs_dedupe", "jobs_inflight"}) {
+	if !slices.Equal(tables, []string{"jobs", "jobs_dedupe", "jobs_inflight", "queues"}) {
 		t.Errorf("tables %v", tables)
 	}
 }

@@ -443,6 +443,7 @@ func (c *AdvisoryClaimer) Retry(ctx context.Context, retries []queue.RetryParams
 		delays []int64
 		errs   []string
 		dead   []bool
+		snooze []bool
 	)
 	for _, r := range retries {
 		if ok[r.Lease.ID] {
@@ -450,9 +451,10 @@ func (c *AdvisoryClaimer) Retry(ctx context.Context, retries []queue.RetryParams
 			delays = append(delays, max(r.Delay, 0).Microseconds())
 			errs = append(errs, errorText(r.Error))
 			dead = append(dead, r.Dead)
+			snooze = append(snooze, r.Snooze)
 		}
 	}
-	done, err := guardedIDs(ctx, c.conn.Conn(), c.d.stmts.retryAdvisory, ids, delays, errs, dead)
+	done, err := guardedIDs(ctx, c.conn.Conn(), c.d.stmts.retryAdvisory, ids, delays, errs, dead, snooze)
 	if err != nil {
 		if c.broken() {
 			return queue.LostLeases(leases, nil)

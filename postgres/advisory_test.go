@@ -235,7 +235,7 @@ func TestAdvisoryQueueCloseClosesClaimers(t *testing.T) {
 func TestAdvisoryCancelMidWalkLeaksNothing(t *testing.T) {
 	t.Parallel()
 	q := newQueue(t, Config{}, true)
-	all := enqueueN(t, q, "walk", 20000)
+	all := enqueueN(t, q, "walk", 6000)
 	ctx := testCtx(t)
 	// Another session holds every other job, so the walk is long and
 	// alternates between rows it locks and rows it skips.
@@ -263,7 +263,7 @@ func TestAdvisoryCancelMidWalkLeaksNothing(t *testing.T) {
 	for _, d := range []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond} {
 		cctx, cancel := context.WithTimeout(context.Background(), d)
 		start := time.Now()
-		jobs, err := c.Claim(cctx, "walk", 10000)
+		jobs, err := c.Claim(cctx, "walk", 2000)
 		cancel()
 		t.Logf("claim cut off after %v: %d jobs, err %v, took %v, %d stray locks released so far",
 			d, len(jobs), err, time.Since(start).Round(time.Millisecond), c.swept.Load())

@@ -45,7 +45,19 @@
 // Behind PgBouncer in transaction mode, also keep pgx from relying on
 // prepared statements it cannot keep (default_query_exec_mode=exec in the
 // DSN, or PgBouncer 1.21+ with max_prepared_statements); every statement
-// here works in pgx's exec and simple-protocol modes.
+// here works in pgx's exec and simple-protocol modes. Set Config.NoNotify
+// there too: LISTEN needs a session of its own.
+//
+// # Wake-ups
+//
+// The Driver is a queue.Waker: every enqueue sends pg_notify on the jobs
+// table's channel, once per queue of the batch, delivered when its
+// transaction commits (never for a rollback). The first Subscribe opens one
+// LISTEN connection per Driver, outside the pool; it reconnects with
+// backoff and jitter, and wakes every subscriber after a reconnect, since
+// notifications may have been missed. Workers still poll; a wake-up only
+// cuts the wait short, so an idle queue's pickup latency is a round trip
+// or two instead of the poll interval.
 //
 // Pick Advisory when workers connect to PostgreSQL directly (or through a
 // session-mode pooler): it writes less and gives a dead worker's jobs back

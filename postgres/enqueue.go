@@ -33,7 +33,7 @@ func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]in
 	case nil:
 		ids, err = d.enqueueOwn(ctx, jobs)
 	case pgx.Tx:
-		ids, err = queryIDs(ctx, tx, d.stmts.enqueue, enqueueArgs(jobs)...)
+		ids, err = queryIDs(ctx, tx, d.stmts.enqueue, d.enqueueArgs(jobs)...)
 	case *sql.Tx:
 		ids, err = d.enqueueSQL(ctx, tx, jobs)
 	default:
@@ -60,12 +60,12 @@ func (d *Driver) enqueueOwn(ctx context.Context, jobs []queue.NewJob) ([]int64, 
 		return nil, err
 	}
 	defer conn.Release()
-	return guardedIDs(ctx, conn.Conn(), d.stmts.enqueue, enqueueArgs(jobs)...)
+	return guardedIDs(ctx, conn.Conn(), d.stmts.enqueue, d.enqueueArgs(jobs)...)
 }
 
-// enqueueArgs returns enqueue.sql's parameters as typed arrays, sent in
-// binary.
-func enqueueArgs(jobs []queue.NewJob) []any {
+// enqueueArgs returns enqueue.sql's parameters: typed arrays, sent in
+// binary, and the notification channel.
+func (d *Driver) enqueueArgs(jobs []queue.NewJob) []any {
 	var (
 		queues      = make([]string, len(jobs))
 		payloads    = make([][]byte, len(jobs))
@@ -87,20 +87,20 @@ func enqueueArgs(jobs []queue.NewJob) []any {
 		maxAttempts[i] = int32(j.MaxAttempts)
 		dedupeKeys[i] = pgtype.Text{String: j.DedupeKey, Valid: j.DedupeKey != ""}
 	}
-	return []any{queues, payloads, priorities, runAts, delays, maxAttempts, dedupeKeys}
+	return []any{queues, payloads, priorities, runAts, delays, maxAttempts, dedupeKeys, d.channelArg()}
 }
 
 // enqueueSQL runs the insert in a database/sql transaction. The arrays
 // travel as text in PostgreSQL's array syntax, which every driver can send
 // (pgx's stdlib, lib/pq) and the statement's casts parse.
 func (d *Driver) enqueueSQL(ctx context.Context, tx *sql.Tx, jobs []queue.NewJob) ([]int64, error) {
-	args := enqueueArgs(jobs)
+	args := d.enqueueArgs(jobs)
 	oids := []uint32{
 		pgtype.TextArrayOID, pgtype.ByteaArrayOID, pgtype.Int2ArrayOID, pgtype.TimestamptzArrayOID,
 		pgtype.Int8ArrayOID, pgtype.Int4ArrayOID, pgtype.TextArrayOID,
 	}
 	m := pgtype.NewMap()
-	for i, a := range args {
+	for i, a := range args[:len(oids)] {
 		b, err := m.Encode(oids[i], pgtype.TextFormatCode, a, nil)
 		if err != nil {
 			return nil, fmt.Errorf("dbq: postgres: encode enqueue parameter %d: %w", i+1, err)

@@ -53,6 +53,10 @@ type Config struct {
 	queue.Config
 	// Strategy picks the claimer. Default Advisory.
 	Strategy Strategy
+	// NoNotify turns LISTEN/NOTIFY off: enqueues send no notification and
+	// workers only poll. Set it behind PgBouncer in transaction mode, where
+	// a LISTEN session cannot be kept.
+	NoNotify bool
 }
 
 // Validate checks c after defaults. Errors wrap queue.ErrInvalidConfig or
@@ -88,6 +92,8 @@ type Driver struct {
 	leaseUS int64
 
 	lastRescue atomic.Int64 // unix nanoseconds of the last automatic rescue
+
+	listener listener // LISTEN connection, started by the first Subscribe
 
 	mu       sync.Mutex
 	claimers map[*AdvisoryClaimer]struct{} // open, closed by Close
@@ -267,7 +273,7 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.QueueStats, error) {
 		var s queue.QueueStats
-		err := r.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge)
+		err := r.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused)
 		return s, err
 	})
 	if err != nil {
@@ -296,7 +302,7 @@ func (d *Driver) Rescue(ctx context.Context) (int, error) {
 }
 
 func (d *Driver) rescueOnce(ctx context.Context) (int, error) {
-	ids, err := queryIDs(ctx, d.pool, d.stmts.rescue)
+	ids, err := queryIDs(ctx, d.pool, d.stmts.rescue, d.stmts.rescueKey)
 	if err != nil {
 		return 0, interpret("rescue", err)
 	}
@@ -331,6 +337,7 @@ func (d *Driver) Close() error {
 		open = append(open, c)
 	}
 	d.mu.Unlock()
+	d.listener.close()
 	var errs []error
 	for _, c := range open {
 		if err := c.Close(context.Background()); err != nil && !errors.Is(err, queue.ErrClosed) {

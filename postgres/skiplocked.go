@@ -204,6 +204,7 @@ func (c *SkipLockedClaimer) Retry(ctx context.Context, retries []queue.RetryPara
 		delays = make([]int64, len(retries))
 		errs   = make([]string, len(retries))
 		dead   = make([]bool, len(retries))
+		snooze = make([]bool, len(retries))
 	)
 	for i, r := range retries {
 		leases[i] = r.Lease
@@ -211,8 +212,9 @@ func (c *SkipLockedClaimer) Retry(ctx context.Context, retries []queue.RetryPara
 		delays[i] = max(r.Delay, 0).Microseconds()
 		errs[i] = errorText(r.Error)
 		dead[i] = r.Dead
+		snooze[i] = r.Snooze
 	}
-	done, err := c.run(ctx, "retry", c.d.stmts.retrySkipLocked, ids, tokens, delays, errs, dead)
+	done, err := c.run(ctx, "retry", c.d.stmts.retrySkipLocked, ids, tokens, delays, errs, dead, snooze)
 	if err != nil {
 		return err
 	}

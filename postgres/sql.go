@@ -3,23 +3,30 @@ package postgres
 import (
 	"embed"
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	"github.com/dbqueue/dbq/dialect"
 )
 
 // The statements live in sql/, one file per statement. {{jobs}} marks the
-// jobs table; it is replaced by the validated, quoted, qualified name and is
-// the only text ever spliced in. Every value is a bind parameter.
+// jobs table and {{queues}} the pause table; they are replaced by the
+// validated, quoted, qualified names and are the only text ever spliced in. Every value is a bind parameter.
 //
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-const tableMarker = "{{jobs}}"
+const (
+	tableMarker  = "{{jobs}}"
+	queuesMarker = "{{queues}}"
+)
 
 // statements holds the rendered SQL for one jobs table.
 type statements struct {
-	table string // the quoted, qualified table name
+	table  string // the quoted, qualified table name
+	queues string // the quoted, qualified queues (pause) table name
+	// channel is the table's NOTIFY channel (waker.go).
+	channel string
 
 	enqueue, stats, namespace string
 
@@ -30,6 +37,11 @@ type statements struct {
 	// SKIP LOCKED strategy.
 	claimSkipLocked, completeSkipLocked, retrySkipLocked string
 	release, extend, rescue                              string
+	rescueKey                                            int64 // rescue.sql's advisory lock key
+
+	// Admin.
+	enqueueUnique, dedupeExisting, jobs, cancel   string
+	retryDeadIDs, retryDeadAll, setPaused, paused string
 }
 
 func loadStatements(names dialect.Names) (*statements, error) {
@@ -37,7 +49,10 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		return nil, err
 	}
 	names = names.WithDefaults()
-	s := &statements{table: names.Qualified(dialect.Postgres, names.Jobs())}
+	s := &statements{
+		table:  names.Qualified(dialect.Postgres, names.Jobs()),
+		queues: names.Qualified(dialect.Postgres, names.Prefix+"queues"),
+	}
 	for file, dst := range map[string]*string{
 		"enqueue":             &s.enqueue,
 		"stats":               &s.stats,
@@ -55,12 +70,30 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"release":             &s.release,
 		"extend":              &s.extend,
 		"rescue":              &s.rescue,
+		"enqueue_unique":      &s.enqueueUnique,
+		"dedupe_existing":     &s.dedupeExisting,
+		"jobs":                &s.jobs,
+		"cancel":              &s.cancel,
+		"retry_dead_ids":      &s.retryDeadIDs,
+		"retry_dead_all":      &s.retryDeadAll,
+		"set_paused":          &s.setPaused,
+		"paused":              &s.paused,
 	} {
 		b, err := sqlFiles.ReadFile("sql/" + file + ".sql")
 		if err != nil {
 			return nil, fmt.Errorf("dbq: postgres: statement %s: %w", file, err)
 		}
-		*dst = strings.ReplaceAll(string(b), tableMarker, s.table)
+		*dst = strings.NewReplacer(tableMarker, s.table, queuesMarker, s.queues).Replace(string(b))
 	}
+	s.rescueKey = tableKey("rescue", s.table)
+	s.channel = channelName(s.table)
 	return s, nil
+}
+
+// tableKey derives a one-argument advisory lock key for purpose on table
+// (its quoted, qualified name), the same in every process.
+func tableKey(purpose, table string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("dbq/" + purpose + "/" + table))
+	return int64(h.Sum64())
 }

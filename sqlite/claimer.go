@@ -323,7 +323,14 @@ func leasesJSON(leases []queue.Lease) string {
 	return string(append(b, ']'))
 }
 
-// retriesJSON encodes retries as [[id,token,delay_us,error,dead],…].
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, '1')
+	}
+	return append(b, '0')
+}
+
+// retriesJSON encodes retries as [[id,token,delay_us,error,dead,snooze],…].
 func retriesJSON(retries []queue.RetryParams) string {
 	b := make([]byte, 0, 2+len(retries)*48)
 	b = append(b, '[')
@@ -340,11 +347,11 @@ func retriesJSON(retries []queue.RetryParams) string {
 		b = append(b, ',')
 		msg, _ := json.Marshal(truncate(r.Error, queue.MaxErrorBytes)) // a string always marshals
 		b = append(b, msg...)
-		if r.Dead {
-			b = append(b, ",1]"...)
-		} else {
-			b = append(b, ",0]"...)
-		}
+		b = append(b, ',')
+		b = appendBool(b, r.Dead)
+		b = append(b, ',')
+		b = appendBool(b, r.Snooze)
+		b = append(b, ']')
 	}
 	return string(append(b, ']'))
 }

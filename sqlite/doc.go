@@ -44,8 +44,10 @@
 // at most every quarter lease, and also whenever a claim comes up short of
 // n, so a dead claimer's jobs come back as soon as anyone asks for work
 // once its lease is over. [Driver.Rescue] does the same on demand. A rescue
-// counts the lost run as a failed attempt (see package queue). Stats counts an expired but not yet rescued job as
-// ready, not held.
+// counts the lost run as a failed attempt (see package queue). Stats counts
+// an expired but not yet rescued job as ready, not held. Rescues need no
+// lock of their own to run one at a time: each runs inside a write
+// transaction, and SQLite has one writer at a time per file.
 //
 // # Time and SQL
 //
@@ -64,6 +66,15 @@
 //     and has not ended or lost). A second Close returns queue.ErrClosed.
 //   - Enqueue accepts a nil tx or a *sql.Tx; ids come back in input order
 //     (AUTOINCREMENT, one VALUES list per chunk of 500, under the write lock).
+//   - Pause is a row in the queues table (migration 00002); Claim skips a
+//     paused queue with one primary-key probe, Stats reports it.
+//   - A snoozed job (Retry with Snooze) is ready again after its delay with
+//     attempt and last_error unchanged.
+//   - EnqueueUnique is INSERT … ON CONFLICT DO NOTHING, then a lookup of the
+//     existing job; under the write lock that job cannot vanish in between,
+//     and in a caller's *sql.Tx the conflict does not abort it.
+//   - Cancel deletes only jobs whose state is not claimed. A job whose lease
+//     expired but was not yet rescued still counts as held.
 //   - Open refuses ":memory:" databases: each pooled connection would get a
 //     database of its own.
 package sqlite

@@ -52,52 +52,66 @@ func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]in
 
 // insert runs the INSERTs for jobs, chunk by chunk, on e.
 //
-// IDs come back in input order because ids are AUTOINCREMENT, the rows of
-// one VALUES list are inserted in order, and the write lock is held for the
-// whole transaction: sorting what RETURNING gives (whose order SQLite does
+// A chunk that is not full goes in as INSERTs of power-of-two sizes (see
+// enqueueSplit), each prepared once per connection. IDs come back in input
+// order because ids are AUTOINCREMENT, the rows of one VALUES list are
+// inserted in order, the statements run in input order, and the write lock
+// is held for the whole transaction: sorting what RETURNING gives (whose order SQLite does
 // not promise) restores input order.
 func (d *Driver) insert(ctx context.Context, r runner, jobs []queue.NewJob) ([]int64, error) {
 	ids := make([]int64, 0, len(jobs))
-	for chunk := range slices.Chunk(jobs, enqueueChunk) {
-		args := make([]any, 0, len(chunk)*enqueueRowParams)
-		for _, j := range chunk {
-			var runAt, dedupe any
-			if !j.RunAt.IsZero() {
-				runAt = j.RunAt.UnixMicro()
+	for full := range slices.Chunk(jobs, enqueueChunk) {
+		for _, size := range enqueueSplit(len(full)) {
+			chunk := full[:size]
+			full = full[size:]
+			if err := d.insertChunk(ctx, r, chunk, &ids); err != nil {
+				return nil, err
 			}
-			if j.DedupeKey != "" {
-				dedupe = j.DedupeKey
-			}
-			payload := j.Payload
-			if payload == nil {
-				payload = []byte{}
-			}
-			args = append(args, j.Queue, payload, int64(j.Priority), runAt, j.Delay.Microseconds(), int64(j.MaxAttempts), dedupe)
 		}
-		rows, err := r.query(ctx, d.stmts.enqueue(len(chunk)), args...)
-		if err != nil {
-			return nil, err
-		}
-		start := len(ids)
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, interpret(err)
-			}
-			ids = append(ids, id)
-		}
-		if err := rows.Err(); err != nil {
-			rows.Close()
-			return nil, interpret(err)
-		}
-		if err := rows.Close(); err != nil {
-			return nil, interpret(err)
-		}
-		if got := len(ids) - start; got != len(chunk) {
-			return nil, fmt.Errorf("dbq: sqlite: insert returned %d ids for %d jobs", got, len(chunk))
-		}
-		slices.Sort(ids[start:])
 	}
 	return ids, nil
+}
+
+// insertChunk inserts chunk with one prepared INSERT and appends the new
+// ids to *ids in input order.
+func (d *Driver) insertChunk(ctx context.Context, r runner, chunk []queue.NewJob, ids *[]int64) error {
+	args := make([]any, 0, len(chunk)*enqueueRowParams)
+	for _, j := range chunk {
+		var runAt, dedupe any
+		if !j.RunAt.IsZero() {
+			runAt = j.RunAt.UnixMicro()
+		}
+		if j.DedupeKey != "" {
+			dedupe = j.DedupeKey
+		}
+		payload := j.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		args = append(args, j.Queue, payload, int64(j.Priority), runAt, j.Delay.Microseconds(), int64(j.MaxAttempts), dedupe)
+	}
+	rows, err := r.query(ctx, d.stmts.enqueue(len(chunk)), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	start := len(*ids)
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return interpret(err)
+		}
+		*ids = append(*ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return interpret(err)
+	}
+	if err := rows.Close(); err != nil {
+		return interpret(err)
+	}
+	if got := len(*ids) - start; got != len(chunk) {
+		return fmt.Errorf("dbq: sqlite: insert returned %d ids for %d jobs", got, len(chunk))
+	}
+	slices.Sort((*ids)[start:])
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"math/bits"
 	"strings"
 	"sync"
 
@@ -18,7 +19,11 @@ import (
 //go:embed sql/*.sql
 var sqlFiles embed.FS
 
-const tableMarker = "{{jobs}}"
+// {{queues}} marks the queues table (pause flags) the same way.
+const (
+	tableMarker  = "{{jobs}}"
+	queuesMarker = "{{queues}}"
+)
 
 // enqueueRowParams is the number of bind parameters per enqueued job.
 const enqueueRowParams = 7
@@ -63,22 +68,30 @@ func (s *stmt) close() {
 type statements struct {
 	claim, complete, retry, release, extend, rescue, stats *stmt
 
+	// Admin statements (admin.go).
+	findUnique, jobs, cancel, retryDead, setPaused, paused *stmt
+	// enqueueUnique is the one-job INSERT that skips a dedupe collision.
+	enqueueUnique *stmt
+
 	// enqueueHead + n × enqueueRow (comma-separated) + enqueueTail inserts
 	// n jobs.
 	enqueueHead, enqueueRow, enqueueTail string
-	// enqueueOne and enqueueFull are the INSERTs for one job and for a
-	// full chunk, the sizes worth keeping prepared.
-	enqueueOne, enqueueFull *stmt
+	// enqueuePow2[k] inserts 1<<k jobs and enqueueFull a full chunk: the
+	// sizes kept prepared. insert splits any other batch into these, since
+	// parsing a VALUES list of n rows costs more than running it.
+	enqueuePow2 [enqueuePow2Sizes]*stmt
+	enqueueFull *stmt
 }
 
 func loadStatements(names dialect.Names) (*statements, error) {
 	table := names.Qualified(dialect.SQLite, names.Jobs())
+	queues := names.Qualified(dialect.SQLite, names.WithDefaults().Prefix+"queues")
 	read := func(name string) (string, error) {
 		b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
 		if err != nil {
 			return "", fmt.Errorf("dbq: sqlite: statement %s: %w", name, err)
 		}
-		return strings.ReplaceAll(string(b), tableMarker, table), nil
+		return strings.NewReplacer(tableMarker, table, queuesMarker, queues).Replace(string(b)), nil
 	}
 	s := &statements{}
 	for name, dst := range map[string]**stmt{
@@ -89,6 +102,13 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"extend":   &s.extend,
 		"rescue":   &s.rescue,
 		"stats":    &s.stats,
+
+		"find_unique": &s.findUnique,
+		"jobs":        &s.jobs,
+		"cancel":      &s.cancel,
+		"retry_dead":  &s.retryDead,
+		"set_paused":  &s.setPaused,
+		"paused":      &s.paused,
 	} {
 		text, err := read(name)
 		if err != nil {
@@ -106,20 +126,47 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		return nil, fmt.Errorf("dbq: sqlite: enqueue.sql: want one {{row}}…{{/row}} tuple of %d parameters", enqueueRowParams)
 	}
 	s.enqueueHead, s.enqueueRow, s.enqueueTail = head, row, tail
-	s.enqueueOne = &stmt{text: s.enqueueText(1)}
+	for k := range s.enqueuePow2 {
+		s.enqueuePow2[k] = &stmt{text: s.enqueueText(1 << k)}
+	}
 	s.enqueueFull = &stmt{text: s.enqueueText(enqueueChunk)}
+	// VALUES, not SELECT, precedes the upsert clause, so SQLite parses it
+	// without the ambiguity its docs warn of.
+	s.enqueueUnique = &stmt{text: head + row + "\nON CONFLICT DO NOTHING" + tail}
 	return s, nil
 }
 
-// enqueue returns the INSERT for n jobs.
+// enqueuePow2Sizes is how many power-of-two INSERTs are kept prepared:
+// 1, 2, 4, … 256 jobs, the largest below enqueueChunk.
+const enqueuePow2Sizes = 9
+
+// enqueue returns the INSERT for n jobs: prepared for a full chunk and for
+// powers of two (see enqueueSplit), ad hoc otherwise.
 func (s *statements) enqueue(n int) *stmt {
-	switch n {
-	case 1:
-		return s.enqueueOne
-	case enqueueChunk:
+	if n == enqueueChunk {
 		return s.enqueueFull
 	}
+	if n > 0 && n&(n-1) == 0 && n < 1<<enqueuePow2Sizes {
+		return s.enqueuePow2[bits.TrailingZeros(uint(n))]
+	}
 	return &stmt{text: s.enqueueText(n), adhoc: true}
+}
+
+// enqueueSplit returns the sizes of the INSERTs that carry n jobs (n at
+// most enqueueChunk), largest first, each kept prepared: n itself for a
+// full chunk, else its binary digits — at most enqueuePow2Sizes statements
+// instead of parsing a new one for every batch size.
+func enqueueSplit(n int) []int {
+	if n == enqueueChunk {
+		return []int{n}
+	}
+	var out []int
+	for k := enqueuePow2Sizes - 1; k >= 0; k-- {
+		if n&(1<<k) != 0 {
+			out = append(out, 1<<k)
+		}
+	}
+	return out
 }
 
 func (s *statements) enqueueText(n int) string {
@@ -137,7 +184,11 @@ func (s *statements) enqueueText(n int) string {
 }
 
 func (s *statements) close() {
-	for _, st := range []*stmt{s.claim, s.complete, s.retry, s.release, s.extend, s.rescue, s.stats, s.enqueueOne, s.enqueueFull} {
+	for _, st := range []*stmt{s.claim, s.complete, s.retry, s.release, s.extend, s.rescue, s.stats, s.enqueueFull,
+		s.findUnique, s.jobs, s.cancel, s.retryDead, s.setPaused, s.paused, s.enqueueUnique} {
+		st.close()
+	}
+	for _, st := range s.enqueuePow2 {
 		st.close()
 	}
 }

@@ -268,7 +268,7 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 		defer rows.Close()
 		for rows.Next() {
 			var s queue.QueueStats
-			if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge); err != nil {
+			if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused); err != nil {
 				return interpret(err)
 			}
 			out = append(out, s)

@@ -24,6 +24,7 @@ type Store struct {
 	nextID   int64
 	migrated bool
 	lease    time.Duration
+	paused   map[string]bool
 }
 
 // New returns an empty, migrated store whose claims last lease.
@@ -135,6 +136,7 @@ func (d *driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	}
 	var out []queue.QueueStats
 	for _, st := range by {
+		st.Paused = s.paused[st.Queue]
 		out = append(out, *st)
 	}
 	slices.SortFunc(out, func(a, b queue.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
@@ -202,7 +204,7 @@ func (c *Claimer) Claim(ctx context.Context, name string, n int) ([]*queue.Job, 
 				r.State = queue.StateDead
 			}
 		}
-		if r.Queue == name && r.State == queue.StateReady && !r.RunAt.After(now) {
+		if r.Queue == name && r.State == queue.StateReady && !r.RunAt.After(now) && !s.paused[name] {
 			ready = append(ready, r)
 		}
 	}
@@ -271,6 +273,12 @@ func (c *Claimer) Retry(ctx context.Context, rs []queue.RetryParams) error {
 	}
 	return c.apply(ctx, ls, func(r *queue.Job, i int) {
 		p := rs[i]
+		r.RunAt = time.Now().Add(p.Delay)
+		r.State, r.Token = queue.StateReady, 0
+		delete(c.held, r.ID)
+		if p.Snooze {
+			return
+		}
 		r.Attempt++
 		r.LastError = truncate(p.Error)
 		r.RunAt = time.Now().Add(p.Delay)

@@ -3,7 +3,7 @@
 -- tries a session advisory lock on each row, keyed (table oid, id folded to
 -- int4); a row another session holds is skipped, never waited on. The walk
 -- stops as soon as $3 rows are locked, so no row is locked that is not
--- returned. $2 lists the jobs this session already holds: advisory locks
+-- returned; a paused queue (a row of the queues table) yields none. $2 lists the jobs this session already holds: advisory locks
 -- are re-entrant, so they must not be taken again.
 --
 -- Each lock is taken in a LATERAL subquery of its own (fenced by OFFSET 0)
@@ -19,6 +19,7 @@ WITH RECURSIVE walk AS (
         FROM {{jobs}}
         WHERE queue = $1 AND state = 'ready' AND run_at <= now()
           AND NOT id = ANY($2::int8[])
+          AND NOT EXISTS (SELECT 1 FROM {{queues}} WHERE queue = $1 AND paused)
         ORDER BY priority, run_at, id
         LIMIT 1
     ) AS j

@@ -11,6 +11,7 @@ FROM (
     SELECT id
     FROM {{jobs}}
     WHERE queue = $1 AND state = 'ready' AND run_at <= now()
+      AND NOT EXISTS (SELECT 1 FROM {{queues}} WHERE queue = $1 AND paused)
     ORDER BY priority, run_at, id
     LIMIT $2
     FOR UPDATE SKIP LOCKED

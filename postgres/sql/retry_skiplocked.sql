@@ -1,13 +1,14 @@
 -- Records failures of leased jobs whose lease (id, token) is still current:
 -- attempt + 1, the error kept, run_at = now() + delay on the database
--- clock; dead once attempt + 1 reaches max_attempts or when asked.
+-- clock; dead once attempt + 1 reaches max_attempts or when asked. A
+-- snooze only reschedules: attempt and last_error stay.
 UPDATE {{jobs}} AS t
-SET attempt = t.attempt + 1,
+SET attempt = t.attempt + CASE WHEN r.snooze THEN 0 ELSE 1 END,
     run_at = now() + r.delay_us * interval '1 microsecond',
-    last_error = r.error,
-    state = CASE WHEN r.dead OR t.attempt + 1 >= t.max_attempts THEN 'dead' ELSE 'ready' END,
+    last_error = CASE WHEN r.snooze THEN t.last_error ELSE r.error END,
+    state = CASE WHEN r.snooze THEN 'ready' WHEN r.dead OR t.attempt + 1 >= t.max_attempts THEN 'dead' ELSE 'ready' END,
     claim_token = NULL,
     claimed_until = NULL
-FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::text[], $5::bool[]) AS r(id, token, delay_us, error, dead)
+FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::text[], $5::bool[], $6::bool[]) AS r(id, token, delay_us, error, dead, snooze)
 WHERE t.id = r.id AND t.claim_token = r.token AND t.state = 'claimed'
 RETURNING t.id

@@ -1,6 +1,7 @@
 -- Counts each queue's jobs. A ready row with an advisory lock on its key
 -- (namespace = the table's oid, key = id folded to int4; see
--- claim_advisory.sql) is held, like a claimed row.
+-- claim_advisory.sql) is held, like a claimed row. Paused comes from the
+-- queues table, one primary-key probe per queue.
 WITH held AS (
     SELECT DISTINCT l.classid, l.objid
     FROM pg_locks AS l
@@ -17,7 +18,8 @@ SELECT queue,
        count(*) FILTER (WHERE state = 'ready' AND run_at > now()) AS scheduled,
        count(*) FILTER (WHERE state IN ('claimed', 'held')) AS held,
        count(*) FILTER (WHERE state = 'dead') AS dead,
-       coalesce(extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'ready' AND run_at <= now())), 0)::float8 AS oldest_ready_age
+       coalesce(extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'ready' AND run_at <= now())), 0)::float8 AS oldest_ready_age,
+       EXISTS (SELECT 1 FROM {{queues}} AS q WHERE q.queue = jobs.queue AND q.paused) AS paused
 FROM jobs
 GROUP BY queue
 ORDER BY queue

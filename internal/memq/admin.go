@@ -1,0 +1,151 @@
+package memq
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/dbqueue/dbq/queue"
+)
+
+var _ queue.Admin = (*driver)(nil)
+
+func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if !s.migrated {
+		s.mu.Unlock()
+		return nil, queue.ErrNotMigrated
+	}
+	return s.mu.Unlock, nil
+}
+
+// EnqueueUnique implements queue.Admin.
+func (d *driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (int64, bool, error) {
+	if tx != nil {
+		return 0, false, queue.ErrUnsupportedTx
+	}
+	for {
+		unlock, err := d.s.lock(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		for _, r := range d.s.rows {
+			if r.Queue == job.Queue && r.DedupeKey == job.DedupeKey {
+				unlock()
+				return r.ID, true, nil
+			}
+		}
+		unlock()
+		// Enqueue takes the lock again, so another caller may store the key
+		// in between: then look again, as the SQL dialects do.
+		ids, err := d.Enqueue(ctx, nil, []queue.NewJob{job})
+		if err == nil {
+			return ids[0], false, nil
+		}
+		if !errors.Is(err, queue.ErrDuplicate) {
+			return 0, false, err
+		}
+	}
+}
+
+// Jobs implements queue.Admin.
+func (d *driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, error) {
+	unlock, err := d.s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var out []*queue.Job
+	for _, r := range d.s.rows {
+		if r.ID <= f.AfterID || f.Queue != "" && r.Queue != f.Queue || f.State != "" && r.State != f.State {
+			continue
+		}
+		cp := *r
+		cp.Payload = slices.Clone(r.Payload)
+		out = append(out, &cp)
+	}
+	slices.SortFunc(out, func(a, b *queue.Job) int { return cmp.Compare(a.ID, b.ID) })
+	return out[:min(len(out), f.Limit)], nil
+}
+
+// Cancel implements queue.Admin.
+func (d *driver) Cancel(ctx context.Context, ids []int64) ([]int64, error) {
+	unlock, err := d.s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var out []int64
+	for _, id := range ids {
+		if r := d.s.rows[id]; r != nil && r.State != queue.StateClaimed {
+			delete(d.s.rows, id)
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// RetryDead implements queue.Admin.
+func (d *driver) RetryDead(ctx context.Context, name string, ids []int64) ([]int64, error) {
+	unlock, err := d.s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var out []int64
+	revive := func(r *queue.Job) {
+		if r != nil && r.Queue == name && r.State == queue.StateDead {
+			r.State, r.Attempt, r.RunAt = queue.StateReady, 0, time.Now()
+			out = append(out, r.ID)
+		}
+	}
+	if ids == nil {
+		for _, r := range d.s.rows {
+			revive(r)
+		}
+	} else {
+		for _, id := range ids {
+			revive(d.s.rows[id])
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// SetPaused implements queue.Admin.
+func (d *driver) SetPaused(ctx context.Context, name string, paused bool) error {
+	unlock, err := d.s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if d.s.paused == nil {
+		d.s.paused = map[string]bool{}
+	}
+	if paused {
+		d.s.paused[name] = true
+	} else {
+		delete(d.s.paused, name)
+	}
+	return nil
+}
+
+// Paused implements queue.Admin.
+func (d *driver) Paused(ctx context.Context) ([]string, error) {
+	unlock, err := d.s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	out := make([]string, 0, len(d.s.paused))
+	for q := range d.s.paused {
+		out = append(out, q)
+	}
+	slices.Sort(out)
+	return out, nil
+}

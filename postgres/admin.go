@@ -1,0 +1,226 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/dbqueue/dbq/queue"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+var _ queue.Admin = (*Driver)(nil)
+
+// retryDeadBatch is the most jobs one retry_dead statement revives.
+const retryDeadBatch = 1000
+
+// EnqueueUnique stores job unless its queue holds a job with its dedupe
+// key, and returns the id of one or the other. tx is nil, a pgx.Tx or a
+// *sql.Tx, as for Enqueue. ON CONFLICT DO NOTHING never raises, so the
+// caller's transaction is never aborted. The existing job may complete
+// between the insert and the look-up: then the insert is tried again.
+func (d *Driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (int64, bool, error) {
+	if d.closed.Load() {
+		return 0, false, queue.ErrClosed
+	}
+	var q uniqueQuerier
+	switch tx := tx.(type) {
+	case nil:
+		conn, err := d.pool.Acquire(ctx)
+		if err != nil {
+			return 0, false, interpret("enqueue unique", err)
+		}
+		defer conn.Release()
+		q = pgxQuerier{conn.Conn()}
+	case pgx.Tx:
+		q = pgxQuerier{tx}
+	case *sql.Tx:
+		q = sqlQuerier{tx}
+	default:
+		return 0, false, fmt.Errorf("%w: postgres takes a pgx.Tx or *sql.Tx, not %T", queue.ErrUnsupportedTx, tx)
+	}
+	runAt := pgtype.Timestamptz{Time: job.RunAt, Valid: !job.RunAt.IsZero()}
+	payload := job.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	for range 100 {
+		id, ok, err := q.queryID(ctx, d.stmts.enqueueUnique, job.Queue, payload, job.Priority, runAt,
+			job.Delay.Microseconds(), int32(job.MaxAttempts), job.DedupeKey, d.channelArg())
+		if err != nil {
+			return 0, false, failed(ctx, "enqueue unique", err)
+		}
+		if ok {
+			return id, false, nil
+		}
+		id, ok, err = q.queryID(ctx, d.stmts.dedupeExisting, job.Queue, job.DedupeKey)
+		if err != nil {
+			return 0, false, failed(ctx, "enqueue unique", err)
+		}
+		if ok {
+			return id, true, nil
+		}
+	}
+	return 0, false, fmt.Errorf("dbq: postgres: enqueue unique: the job with key %q kept vanishing", job.DedupeKey)
+}
+
+// uniqueQuerier runs a statement that returns at most one id.
+type uniqueQuerier interface {
+	queryID(ctx context.Context, sql string, args ...any) (int64, bool, error)
+}
+
+type pgxQuerier struct {
+	q interface {
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	}
+}
+
+func (p pgxQuerier) queryID(ctx context.Context, sql string, args ...any) (int64, bool, error) {
+	var id int64
+	err := p.q.QueryRow(ctx, sql, args...).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
+}
+
+type sqlQuerier struct{ tx *sql.Tx }
+
+func (s sqlQuerier) queryID(ctx context.Context, query string, args ...any) (int64, bool, error) {
+	var id int64
+	err := s.tx.QueryRowContext(ctx, query, args...).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
+}
+
+// Jobs lists jobs that match f in id order (jobs.sql). Each filter adds
+// fixed text, a value as a bind parameter; the dead filter is a literal so
+// that the planner can use the partial index jobs_dead. Jobs an advisory
+// claimer holds are listed as claimed.
+func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	args := []any{f.AfterID, f.Limit}
+	var filter, state string
+	if f.Queue != "" {
+		args = append(args, f.Queue)
+		filter = fmt.Sprintf(" AND j.queue = $%d", len(args))
+	}
+	switch f.State {
+	case queue.StateDead:
+		filter += " AND j.state = 'dead'"
+	case queue.StateReady:
+		state = " AND state = 'ready' AND NOT held"
+	case queue.StateClaimed:
+		state = " AND (state = 'claimed' OR state = 'ready' AND held)"
+	}
+	stmt := strings.NewReplacer("/*filter*/", filter, "/*state*/", state).Replace(d.stmts.jobs)
+	rows, err := d.pool.Query(ctx, stmt, args...)
+	if err != nil {
+		return nil, failed(ctx, "jobs", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) {
+		var (
+			j     queue.Job
+			state string
+			until pgtype.Timestamptz
+		)
+		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &j.Attempt, &j.MaxAttempts,
+			&state, &j.Token, &until, &j.LastError, &j.DedupeKey, &j.CreatedAt)
+		j.State = queue.State(state)
+		j.ClaimedUntil = until.Time
+		return &j, err
+	})
+	if err != nil {
+		return nil, failed(ctx, "jobs", err)
+	}
+	return out, nil
+}
+
+// Cancel deletes those of ids no one holds (cancel.sql) and returns them.
+func (d *Driver) Cancel(ctx context.Context, ids []int64) ([]int64, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	done, err := queryIDs(ctx, d.pool, d.stmts.cancel, ids)
+	if err != nil {
+		return nil, failed(ctx, "cancel", err)
+	}
+	return sortedIDs(done), nil
+}
+
+// RetryDead revives dead jobs of queue: ids, or all of them when ids is
+// nil, in statements of at most 1000 rows.
+func (d *Driver) RetryDead(ctx context.Context, q string, ids []int64) ([]int64, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	var out []int64
+	if ids != nil {
+		for chunk := range chunks(ids, retryDeadBatch) {
+			done, err := queryIDs(ctx, d.pool, d.stmts.retryDeadIDs, q, chunk)
+			if err != nil {
+				return sortedIDs(out), failed(ctx, "retry dead", err)
+			}
+			out = append(out, done...)
+		}
+		return sortedIDs(out), nil
+	}
+	for {
+		done, err := queryIDs(ctx, d.pool, d.stmts.retryDeadAll, q)
+		out = append(out, done...)
+		if err != nil {
+			return sortedIDs(out), failed(ctx, "retry dead", err)
+		}
+		if len(done) < retryDeadBatch {
+			return sortedIDs(out), nil
+		}
+	}
+}
+
+// SetPaused upserts queue's row of the queues table.
+func (d *Driver) SetPaused(ctx context.Context, q string, paused bool) error {
+	if d.closed.Load() {
+		return queue.ErrClosed
+	}
+	if _, err := d.pool.Exec(ctx, d.stmts.setPaused, q, paused); err != nil {
+		return failed(ctx, "set paused", err)
+	}
+	return nil
+}
+
+// Paused lists the paused queues in name order.
+func (d *Driver) Paused(ctx context.Context) ([]string, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := d.pool.Query(ctx, d.stmts.paused)
+	if err != nil {
+		return nil, failed(ctx, "paused", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, failed(ctx, "paused", err)
+	}
+	return out, nil
+}
+
+// chunks yields ids in slices of at most n.
+func chunks(ids []int64, n int) iter.Seq[[]int64] { return slices.Chunk(ids, n) }
+
+// sortedIDs returns ids in ascending order; RETURNING gives no order.
+func sortedIDs(ids []int64) []int64 {
+	slices.Sort(ids)
+	return ids
+}

@@ -1,0 +1,9 @@
+-- Deletes those of jobs $1 no one holds. A claimed row is a lease holder's;
+-- a ready row whose advisory key a live session holds (claim_advisory.sql)
+-- is an advisory claimer's, and pg_try_advisory_xact_lock fails on it. The
+-- lock taken on a free key lasts until this statement commits, so no
+-- advisory claimer can take the job while it is being deleted.
+DELETE FROM {{jobs}}
+WHERE id = ANY($1::int8[]) AND state <> 'claimed'
+  AND pg_try_advisory_xact_lock(tableoid::int4, id::bit(32)::int4)
+RETURNING id

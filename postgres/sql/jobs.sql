@@ -1,0 +1,25 @@
+-- Lists jobs with id > $1 in id order, at most $2. Jobs puts the filters in
+-- at the markers, fixed text with bind parameters, so each combination has
+-- its own plan: jobs_dead for a queue's dead jobs, the primary key
+-- otherwise. A ready row whose advisory key a session holds (see
+-- stats.sql) is listed as claimed, as Stats counts it held.
+WITH held AS MATERIALIZED (
+    SELECT DISTINCT l.classid, l.objid
+    FROM pg_locks AS l
+    WHERE l.locktype = 'advisory' AND l.objsubid = 2 AND l.granted
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+)
+SELECT id, queue, payload, priority, run_at, attempt, max_attempts,
+       CASE WHEN state = 'ready' AND held THEN 'claimed' ELSE state END,
+       coalesce(claim_token, 0), claimed_until, coalesce(last_error, ''),
+       coalesce(dedupe_key, ''), created_at
+FROM (
+    SELECT j.*,
+           EXISTS (SELECT 1 FROM held AS h
+                   WHERE h.classid = j.tableoid AND h.objid = j.id::bit(32)::int4::oid) AS held
+    FROM {{jobs}} AS j
+    WHERE j.id > $1 /*filter*/
+) AS j
+WHERE true /*state*/
+ORDER BY id
+LIMIT $2

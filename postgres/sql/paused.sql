@@ -1,0 +1,1 @@
+SELECT queue FROM {{queues}} WHERE paused ORDER BY queue

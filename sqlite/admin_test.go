@@ -1,0 +1,132 @@
+package sqlite
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/queue"
+)
+
+// A dedupe collision inside the caller's transaction returns the existing
+// job and leaves the transaction usable: its other work still commits.
+func TestEnqueueUniqueInCallersTx(t *testing.T) {
+	t.Parallel()
+	q := newQ(t, queue.Config{})
+	ctx := ctxT(t)
+	first := enqueue(t, q, queue.NewJob{Queue: "u", DedupeKey: "k"})[0]
+
+	tx, err := driverOf(t, q).DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	id, existed, err := q.EnqueueUnique(ctx, tx, queue.NewJob{Queue: "u", DedupeKey: "k"})
+	if err != nil || !existed || id != first {
+		t.Fatalf("EnqueueUnique(tx) = %d, %v, %v; want %d, true, nil", id, existed, err, first)
+	}
+	fresh, existed, err := q.EnqueueUnique(ctx, tx, queue.NewJob{Queue: "u", DedupeKey: "other"})
+	if err != nil || existed {
+		t.Fatalf("EnqueueUnique(tx, new key) = %d, %v, %v; want a new job", fresh, existed, err)
+	}
+	if _, err := q.EnqueueTx(ctx, tx, queue.NewJob{Queue: "u"}); err != nil {
+		t.Fatalf("EnqueueTx after the collision: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	wantCounts(t, q, "u", 3, 0, 0, 0)
+}
+
+// RetryDead revives more than one statement's batch.
+func TestRetryDeadBatches(t *testing.T) {
+	t.Parallel()
+	q := newQ(t, queue.Config{})
+	ctx := ctxT(t)
+	const n = retryDeadBatch + 7
+	jobs := make([]queue.NewJob, n)
+	for i := range jobs {
+		jobs[i] = queue.NewJob{Queue: "d"}
+	}
+	enqueue(t, q, jobs...)
+	d := driverOf(t, q)
+	// Kill them all without claiming: what a long outage leaves behind.
+	if _, err := d.DB().ExecContext(ctx,
+		"UPDATE "+d.names.Qualified(dialect.SQLite, d.names.Jobs())+" SET state = 'dead'"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.RetryDead(ctx, "d")
+	if err != nil || len(got) != n {
+		t.Fatalf("RetryDead revived %d, %v; want %d", len(got), err, n)
+	}
+	wantCounts(t, q, "d", n, 0, 0, 0)
+}
+
+// Every batch size splits into INSERTs that are kept prepared and carry
+// exactly the batch.
+func TestEnqueueSplit(t *testing.T) {
+	s, err := loadStatements(dialect.Names{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= enqueueChunk; n++ {
+		sum := 0
+		for _, size := range enqueueSplit(n) {
+			if s.enqueue(size).adhoc {
+				t.Fatalf("enqueueSplit(%d) has size %d, which is not kept prepared", n, size)
+			}
+			sum += size
+		}
+		if sum != n {
+			t.Fatalf("enqueueSplit(%d) carries %d jobs", n, sum)
+		}
+	}
+}
+
+// The admin statements name both tables with the configured prefix.
+func TestAdminStatementsRenderTables(t *testing.T) {
+	s, err := loadStatements(dialect.Names{Prefix: "pfx_"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range map[string]*stmt{"claim": s.claim, "stats": s.stats, "set_paused": s.setPaused, "paused": s.paused} {
+		if strings.Contains(st.text, "{{") || !strings.Contains(st.text, `"pfx_queues"`) {
+			t.Errorf("%s: queues table not spliced:\n%s", name, st.text)
+		}
+	}
+	for name, st := range map[string]*stmt{"jobs": s.jobs, "cancel": s.cancel, "retry_dead": s.retryDead,
+		"find_unique": s.findUnique, "enqueue_unique": s.enqueueUnique} {
+		if strings.Contains(st.text, "{{") || !strings.Contains(st.text, `"pfx_jobs"`) {
+			t.Errorf("%s: jobs table not spliced:\n%s", name, st.text)
+		}
+	}
+}
+
+// The claim's subquery stays a range scan of the partial claim index with
+// no sort, with the pause probe and the un-hinted LIMIT in place.
+func TestClaimPlanUsesClaimIndex(t *testing.T) {
+	t.Parallel()
+	q := newQ(t, queue.Config{})
+	d := driverOf(t, q)
+	rows, err := d.DB().QueryContext(ctxT(t), "EXPLAIN QUERY PLAN "+d.stmts.claim.text, int64(1), int64(1), "q", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	if !strings.Contains(text, "INDEX dbq_jobs_claim (queue=?)") || strings.Contains(text, "TEMP B-TREE") {
+		t.Fatalf("claim plan does not range-scan the claim index:\n%s", text)
+	}
+}
