@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTableShowsShareOfFloor(t *testing.T) {
+	t.Parallel()
+	rows := []Row{
+		{Dialect: "postgres", Section: Drain, Impl: "floor", Case: "workers=4", Workers: 4, PerSec: 1000},
+		{Dialect: "postgres", Section: Drain, Impl: "dbq", Strategy: "skiplocked", Case: "workers=4", Workers: 4, PerSec: 250},
+		{Dialect: "postgres", Section: Depth, Impl: "dbq", Case: "ready=10", P50ms: 1.5, P99ms: 3},
+	}
+	var js bytes.Buffer
+	if err := WriteJSON(&js, rows); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(&js)
+	if err != nil || len(back) != len(rows) || back[1] != rows[1] {
+		t.Fatalf("JSON round trip: %+v, %v", back, err)
+	}
+	var out strings.Builder
+	if err := WriteTable(&out, back); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"25%", "1.50", "skiplocked"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+	file := filepath.Join(t.TempDir(), "drain.png")
+	if err := Plot(file, back); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Size() == 0 {
+		t.Fatalf("plot: %v", err)
+	}
+	if err := Plot(file, back[2:]); err == nil {
+		t.Error("Plot without drain rows: no error")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	lat := make([]time.Duration, 100)
+	for i := range lat {
+		lat[i] = time.Duration(100-i) * time.Millisecond
+	}
+	r := latencyRow(Row{}, lat)
+	if r.P50ms != 50 || r.P99ms != 99 || r.Jobs != 100 {
+		t.Errorf("p50 %v p99 %v jobs %d, want 50, 99, 100", r.P50ms, r.P99ms, r.Jobs)
+	}
+}

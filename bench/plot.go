@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Plot draws drain throughput against worker count, one line per
+// implementation and strategy (the floor included), to file; the
+// extension picks the format (.png, .svg, .pdf).
+func Plot(file string, rows []Row) error {
+	series := map[string]plotter.XYs{}
+	var names []string
+	dialects := map[string]bool{}
+	workerSet := map[int]bool{}
+	for _, r := range rows {
+		if r.Section != Drain || r.PerSec <= 0 || r.Workers <= 0 {
+			continue
+		}
+		dialects[r.Dialect] = true
+		workerSet[r.Workers] = true
+		name := r.Impl
+		if r.Strategy != "" {
+			name += " " + r.Strategy
+		}
+		if _, ok := series[name]; !ok {
+			names = append(names, name)
+		}
+		series[name] = append(series[name], plotter.XY{X: float64(r.Workers), Y: r.PerSec})
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("bench: no drain rows to plot")
+	}
+	p := plot.New()
+	p.Title.Text = "Drain throughput"
+	for d := range dialects {
+		p.Title.Text += " · " + d
+	}
+	p.X.Label.Text = "workers (connections)"
+	p.Y.Label.Text = "jobs/s"
+	p.X.Scale = plot.LogScale{}
+	var ticks []plot.Tick
+	for w := range workerSet {
+		ticks = append(ticks, plot.Tick{Value: float64(w), Label: fmt.Sprint(w)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	for i, name := range names {
+		xy := series[name]
+		slices.SortFunc(xy, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		l, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		pts.Color = plotutil.Color(i)
+		pts.Shape = plotutil.Shape(i)
+		if name == "floor" {
+			l.Color, pts.Color = color.Black, color.Black
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		p.Add(l, pts)
+		p.Legend.Add(name, l, pts)
+	}
+	return p.Save(8*vg.Inch, 5*vg.Inch, file)
+}

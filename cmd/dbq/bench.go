@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/dbqueue/dbq/bench"
+	"github.com/spf13/cobra"
+)
+
+// benchCmd measures the queue against the raw-SQL floor on --dsn.
+func benchCmd(g *globals) *cobra.Command {
+	var (
+		cfg      bench.Config
+		quick    bool
+		asJSON   bool
+		plotFile string
+		merge    []string
+		sections []string
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure enqueue, drain, claim latency, pickup and steady state against raw SQL",
+		Long: `bench measures the queue in --dsn, each figure beside its raw-SQL floor (the same
+database work as the plainest SQL loop): enqueue, drain of N pre-filled jobs per
+worker count and claim strategy, claim latency by table depth, pickup latency on
+an idle queue, and steady-state throughput. It works on tables of its own
+(a unique prefix) and drops them afterwards. --quick is a small smoke run.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := cfg
+			if quick {
+				q := bench.Quick()
+				// Flags given explicitly still win over --quick.
+				f := cmd.Flags()
+				if !f.Changed("n") {
+					c.N = q.N
+				}
+				if !f.Changed("workers") {
+					c.Workers = q.Workers
+				}
+				set := func(name string, dst *int, v int) {
+					if !f.Changed(name) {
+						*dst = v
+					}
+				}
+				set("enqueue-jobs", &c.EnqueueJobs, q.EnqueueJobs)
+				set("future", &c.DepthFuture, q.DepthFuture)
+				set("samples", &c.Samples, q.Samples)
+				set("steady-total", &c.SteadyTotal, q.SteadyTotal)
+				set("steady-window", &c.SteadyWindow, q.SteadyWindow)
+				if !f.Changed("depth") {
+					c.DepthSizes = q.DepthSizes
+				}
+			}
+			c.Sections = sections
+			c.Schema, c.Logger = g.schema, g.logger()
+			if !asJSON {
+				c.Progress = cmd.ErrOrStderr()
+			}
+			r, err := bench.New(g.dsn, c)
+			if err != nil {
+				return err
+			}
+			rows, err := r.Run(cmd.Context())
+			for _, file := range merge {
+				more, merr := readRows(file)
+				if merr != nil && err == nil {
+					err = merr
+				}
+				rows = append(rows, more...)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if werr := bench.WriteJSON(out, rows); werr != nil && err == nil {
+					err = werr
+				}
+			} else if werr := bench.WriteTable(out, rows); werr != nil && err == nil {
+				err = werr
+			}
+			if plotFile != "" && err == nil {
+				err = bench.Plot(plotFile, rows)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&sections, "sections", nil, fmt.Sprintf("sections to run (default all: %v)", bench.AllSections))
+	f.IntVar(&cfg.N, "n", 0, "jobs per drain (default 100000)")
+	f.IntSliceVar(&cfg.Workers, "workers", nil, "worker counts to drain with (default 1,2,4,8,16,32,64)")
+	f.StringSliceVar(&cfg.Strategies, "strategies", nil, "claim strategies (default all the dialect has)")
+	f.BoolVar(&quick, "quick", false, "a small smoke run")
+	f.BoolVar(&asJSON, "json", false, "print rows as JSON lines")
+	f.StringSliceVar(&merge, "merge", nil, "JSON rows from another program (bench/river) to add to the table and plot")
+	f.IntVar(&cfg.EnqueueJobs, "enqueue-jobs", 0, "jobs per enqueue cell (default 10000)")
+	f.IntSliceVar(&cfg.DepthSizes, "depth", nil, "ready-job counts for claim latency (default 10000,1000000)")
+	f.IntVar(&cfg.DepthFuture, "future", 0, "future jobs ahead of the ready ones in the last depth cell (default 1000000)")
+	f.IntVar(&cfg.Samples, "samples", 0, "claims timed per depth cell (default 500; pickup times a tenth)")
+	f.IntVar(&cfg.SteadyTotal, "steady-total", 0, "jobs worked in the steady-state section (default 1000000)")
+	f.IntVar(&cfg.SteadyWindow, "steady-window", 0, "first and last window compared there (default 100000)")
+	f.StringVar(&plotFile, "plot", "", "draw drain throughput vs workers to this file (.png, .svg)")
+	return cmd
+}
+
+func readRows(file string) ([]bench.Row, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return bench.ReadJSON(f)
+}
