@@ -13,7 +13,7 @@ func statsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Show per queue: ready, scheduled, held and dead jobs, and the oldest ready job's wait",
+		Short: "Show per queue: ready, scheduled, held and dead jobs, whether it is paused, and the oldest ready job's wait",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q, err := g.open(cmd.Context(), g.config())
@@ -34,13 +34,17 @@ func statsCmd(g *globals) *cobra.Command {
 				return enc.Encode(st)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tHELD\tDEAD\tOLDEST READY\t")
+			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tHELD\tDEAD\tPAUSED\tOLDEST READY\t")
 			for _, s := range st {
 				age := "-"
 				if s.Ready > 0 {
 					age = time.Duration(s.OldestReadyAge * float64(time.Second)).Round(time.Millisecond).String()
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", s.Queue, s.Ready, s.Scheduled, s.Held, s.Dead, age)
+				paused := "no"
+				if s.Paused {
+					paused = "yes"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t\n", s.Queue, s.Ready, s.Scheduled, s.Held, s.Dead, paused, age)
 			}
 			return tw.Flush()
 		},
