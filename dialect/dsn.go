@@ -85,23 +85,240 @@ func mysqlDriverDSN(s string) (string, error) {
 	return b.String(), nil
 }
 
+// mask replaces a password.
+const mask = "xxxxx"
+
 var (
-	// user:secret@ in a URL or in the MySQL driver form.
-	userinfoRe = regexp.MustCompile(`^((?:[A-Za-z][A-Za-z0-9+.-]*://)?[^:@/]*):[^@]*@`)
-	// password=secret in a key/value or query-string form.
-	passwordKVRe = regexp.MustCompile(`(?i)\b(password|pwd)=([^&;\s]*)`)
+	// The scheme of a URL, with its "//".
+	schemeRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+	// A password key and its '=' in a key/value form or a query string.
+	// Space is Unicode white space, as go-mssqldb trims it.
+	passwordKeyRe = regexp.MustCompile(`(?i)\b(?:password|pwd)[\s\v\x{85}\p{Z}]*=[\s\v\x{85}\p{Z}]*`)
 )
 
-// Redact returns s with any password in it replaced by "xxxxx". It knows URL
-// user info, the MySQL driver form and password= / pwd= parameters.
+// Redact returns s with any password in it replaced by "xxxxx". It knows
+// the forms the drivers read, and masks as much as any of them could take
+// for the password:
+//   - URL user info, user:pass@host, escaped or as typed (the password runs
+//     to the last '@' of the authority);
+//   - the MySQL driver form user:pass@tcp(host)/db, where the password
+//     runs to the last '@' before the last '/';
+//   - password= and pwd= keys, with or without spaces around '=': in a URL
+//     query (the value ends at '&'), in libpq's key=value form (ends at
+//     unescaped white space; 'quoted' with \' escapes), in ADO strings
+//     (ends at a ';' outside double quotes) and in go-mssqldb's odbc: form
+//     ({braced} with }}).
+//
+// A string that parses as a URL with user info is read as a URL.
 func Redact(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			s = u.String()
-		}
-	} else {
-		s = userinfoRe.ReplaceAllString(s, "${1}:xxxxx@")
+	if strings.HasPrefix(s, "odbc:") {
+		out, _, _ := redactUserinfo(redactKeys(s), false)
+		return out
 	}
-	return passwordKVRe.ReplaceAllString(s, "${1}=xxxxx")
+	// user:pass@net(addr)/: no URL has a '(' before its path.
+	if out, end, ok := maskUserinfo(s, 0, driverAddrRe, true); ok {
+		return out[:end] + redactKeys(out[end:])
+	}
+	u, err := url.Parse(s)
+	isURL := err == nil && u.User != nil
+	if isURL {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), mask)
+			s = u.String()
+			// The password is gone; keys after it may hold another.
+			if i := strings.Index(s, ":"+mask+"@"); i >= 0 {
+				i += len(mask) + 2
+				return s[:i] + redactKeys(s[i:])
+			}
+			return redactKeys(s)
+		}
+	}
+	if out, end, ok := maskUserinfo(s, 0, driverNetRe, true); ok {
+		return out[:end] + redactKeys(out[end:])
+	}
+	if isURL {
+		return redactKeys(s)
+	}
+	if out, end, ok := redactUserinfo(s, true); ok {
+		return out[:end] + redactKeys(out[end:])
+	}
+	// A user name with '=', ';' or white space may also be a key/value
+	// form: mask its keys, then any user info left.
+	out, _, _ := redactUserinfo(redactKeys(s), false)
+	return out
+}
+
+var (
+	// What follows the '@' of the MySQL driver form, up to its last '/':
+	// a net with an address in parentheses, or a net alone, or nothing.
+	driverAddrRe = regexp.MustCompile(`^[^(]*\(`)
+	driverNetRe  = regexp.MustCompile(`^(?:tcp[46]?|unix|)$`)
+	// A user name that no key/value form would make.
+	plainUserRe = regexp.MustCompile(`^[^=;\s]*$`)
+)
+
+// redactUserinfo masks the password of user:pass@ at the start of s: as
+// the MySQL driver reads user:pass@net(addr)/db, else after a scheme:// as
+// a URL's. It returns the result and where the text after the masked
+// password starts. With plain, the user name must be plainUserRe's.
+func redactUserinfo(s string, plain bool) (string, int, bool) {
+	for _, net := range []*regexp.Regexp{driverAddrRe, driverNetRe} {
+		if out, end, ok := maskUserinfo(s, 0, net, plain); ok {
+			return out, end, true
+		}
+	}
+	if m := schemeRe.FindStringIndex(s); m != nil {
+		return maskUserinfo(s, m[1], nil, plain)
+	}
+	return s, 0, false
+}
+
+// maskUserinfo masks from the first ':' of s[start:] to the last '@'
+// before its last '/' (or its end). With net set, only when net matches
+// the text between that '@' and that '/'.
+func maskUserinfo(s string, start int, net *regexp.Regexp, plain bool) (string, int, bool) {
+	rest := s[start:]
+	end := strings.LastIndexByte(rest, '/')
+	if end < 0 {
+		end = len(rest) // not a DSN the driver takes, but its error may show it
+	}
+	at := strings.LastIndexByte(rest[:end], '@')
+	if at < 0 || net != nil && !net.MatchString(rest[at+1:end]) {
+		return s, 0, false
+	}
+	colon := strings.IndexByte(rest[:at], ':')
+	if colon < 0 || plain && !plainUserRe.MatchString(rest[:colon]) {
+		return s, 0, false
+	}
+	out := s[:start] + rest[:colon+1] + mask
+	return out + rest[at:], len(out) + 1, true
+}
+
+// redactKeys masks the value of every password= and pwd= key in s.
+func redactKeys(s string) string {
+	var b strings.Builder
+	done := 0
+	for _, loc := range passwordKeyRe.FindAllStringIndex(s, -1) {
+		if loc[0] < done {
+			continue // inside the value just masked
+		}
+		b.WriteString(s[done:loc[1]])
+		b.WriteString(mask)
+		done = loc[1] + valueLen(s[loc[1]:], keyContext(s, loc[0], loc[1]))
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
+
+// Where a password key sits, which decides where its value ends.
+const (
+	ctxUnknown = iota
+	ctxQuery   // a URL query: ?password=v&…
+	ctxLibpq   // libpq key=value: … password=v …
+	ctxADO     // ADO: …;password=v;…
+	ctxODBC    // odbc:…;pwd={v};…
+)
+
+var libpqNextKeyRe = regexp.MustCompile(`^\s+[A-Za-z_][A-Za-z0-9_]*\s*=`)
+
+// keyContext tells the form of s from what precedes the key at i, whose
+// value starts at v.
+func keyContext(s string, i, v int) int {
+	before := strings.TrimRight(s[:i], " \t\n\r\v\f")
+	switch {
+	case i > 0 && (s[i-1] == '?' || s[i-1] == '&'):
+		return ctxQuery
+	case strings.HasPrefix(s, "odbc:"):
+		return ctxODBC
+	case strings.HasSuffix(before, ";"):
+		return ctxADO
+	case before != "" && len(before) < i:
+		return ctxLibpq
+	case before == "":
+		// The first key: libpq if its reading is followed by another key,
+		// else either form, so the longer reading.
+		if n := libpqLen(s[v:]); libpqNextKeyRe.MatchString(s[v+n:]) {
+			return ctxLibpq
+		}
+	}
+	return ctxUnknown
+}
+
+// valueLen returns the length of the value at the start of v as the form
+// ctx reads it; where the form is unknown, the longest reading.
+func valueLen(v string, ctx int) int {
+	switch ctx {
+	case ctxQuery:
+		if i := strings.IndexAny(v, "&# \t\n"); i >= 0 {
+			return i
+		}
+		return len(v)
+	case ctxLibpq:
+		return libpqLen(v)
+	case ctxADO:
+		return adoLen(v)
+	case ctxODBC:
+		if strings.HasPrefix(v, "{") {
+			return bracedLen(v)
+		}
+		if i := strings.IndexByte(v, ';'); i >= 0 {
+			return i
+		}
+		return len(v)
+	}
+	return max(libpqLen(v), adoLen(v), bracedLen(v))
+}
+
+// libpqLen: a 'quoted' value with backslash escapes, or a bare one up to
+// unescaped white space.
+func libpqLen(v string) int {
+	quoted := strings.HasPrefix(v, "'")
+	i := 0
+	if quoted {
+		i = 1
+	}
+	for ; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\\':
+			i++
+		case quoted && c == '\'':
+			return i + 1
+		case !quoted && strings.IndexByte(" \t\n\r\v\f", c) >= 0:
+			return i
+		}
+	}
+	return len(v)
+}
+
+// adoLen: up to a ';' outside double quotes ("" inside them is a quote).
+func adoLen(v string) int {
+	in := false
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '"':
+			in = !in
+		case ';':
+			if !in {
+				return i
+			}
+		}
+	}
+	return len(v)
+}
+
+// bracedLen: an ODBC {value} with }} for }, else nothing.
+func bracedLen(v string) int {
+	if !strings.HasPrefix(v, "{") {
+		return 0
+	}
+	for i := 1; i < len(v); i++ {
+		if v[i] == '}' {
+			if i+1 < len(v) && v[i+1] == '}' {
+				i++
+				continue
+			}
+			return i + 1
+		}
+	}
+	return len(v)
 }
