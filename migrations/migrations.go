@@ -128,26 +128,64 @@ func NewProvider(ctx context.Context, d dialect.Name, db *sql.DB, n dialect.Name
 	if err := ensureSchema(ctx, d, db, n); err != nil {
 		return nil, err
 	}
+	store, err := newStore(d, n)
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider("", db, fsys, goose.WithStore(store), goose.WithDisableGlobalRegistry(true))
+}
+
+// newStore returns goose's version store for the version table of names n.
+//
+// goose splices the table name into its statements as given. PostgreSQL
+// folds an unquoted name to lower case, so there the name is quoted, as
+// the migrations quote every other name, and the existence check looks
+// the quoted name up with to_regclass (goose's own compares the name,
+// quotes and all, with pg_tables). For a lower-case name both spell the
+// same table. MySQL keeps an unquoted name's case, and SQL Server and
+// SQLite compare names without it, so they get the name unquoted.
+func newStore(d dialect.Name, n dialect.Names) (database.Store, error) {
+	if d == dialect.Postgres {
+		name := n.Qualified(d, n.Versions())
+		store, err := database.NewStore(database.DialectPostgres, name)
+		if err != nil {
+			return nil, err
+		}
+		return quotedStore{store}, nil
+	}
 	var gd database.Dialect
 	switch d {
-	case dialect.Postgres:
-		gd = database.DialectPostgres
 	case dialect.MySQL:
 		gd = database.DialectMySQL
 	case dialect.MSSQL:
 		gd = database.DialectMSSQL
 	case dialect.SQLite:
 		gd = database.DialectSQLite3
+	default:
+		return nil, fmt.Errorf("%w: no migrations for dialect %q", dialect.ErrUnknownScheme, d)
 	}
 	versions := n.Versions()
 	if n.Schema != "" && d != dialect.SQLite {
 		versions = n.Schema + "." + versions
 	}
-	store, err := database.NewStore(gd, versions)
-	if err != nil {
-		return nil, err
+	return database.NewStore(gd, versions)
+}
+
+// quotedStore is goose's PostgreSQL store over a quoted, possibly
+// schema-qualified table name, with an existence check that understands
+// quotes.
+type quotedStore struct{ database.Store }
+
+var _ database.StoreExtender = quotedStore{}
+
+// TableExists reports whether the version table exists, resolving its
+// quoted name as the statements that use it do.
+func (s quotedStore) TableExists(ctx context.Context, db database.DBTxConn) (bool, error) {
+	var exists bool
+	if err := db.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", s.Tablename()).Scan(&exists); err != nil {
+		return false, fmt.Errorf("failed to check if table exists: %w", err)
 	}
-	return goose.NewProvider("", db, fsys, goose.WithStore(store), goose.WithDisableGlobalRegistry(true))
+	return exists, nil
 }
 
 func ensureSchema(ctx context.Context, d dialect.Name, db *sql.DB, n dialect.Names) error {

@@ -23,10 +23,15 @@ const retryDeadBatch = 1000
 // key, and returns the id of one or the other. tx is nil, a pgx.Tx or a
 // *sql.Tx, as for Enqueue. ON CONFLICT DO NOTHING never raises, so the
 // caller's transaction is never aborted. The existing job may complete
-// between the insert and the look-up: then the insert is tried again.
+// between the insert and the look-up: then the insert is tried again. A
+// dedupe key PostgreSQL's text type cannot hold gives queue.ErrInvalidJob
+// before anything is sent, as for Enqueue.
 func (d *Driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (int64, bool, error) {
 	if d.closed.Load() {
 		return 0, false, queue.ErrClosed
+	}
+	if err := checkText(job); err != nil {
+		return 0, false, err
 	}
 	var q uniqueQuerier
 	switch tx := tx.(type) {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/dbqueue/dbq/queue"
 	"github.com/jackc/pgx/v5"
@@ -17,13 +19,19 @@ import (
 // pgx.Tx (including a pgxpool transaction) or a *sql.Tx of any PostgreSQL
 // driver; anything else gives queue.ErrUnsupportedTx. A dedupe-key
 // collision, with a stored job or within the batch, gives
-// queue.ErrDuplicate.
+// queue.ErrDuplicate. A dedupe key PostgreSQL's text type cannot hold gives
+// queue.ErrInvalidJob before anything is sent (see checkText).
 func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]int64, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
 	if len(jobs) == 0 {
 		return nil, nil
+	}
+	for i, j := range jobs {
+		if err := checkText(j); err != nil {
+			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
 	}
 	var (
 		ids []int64
@@ -49,6 +57,22 @@ func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]in
 	// values ascend in that order.
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// checkText refuses a job whose dedupe key PostgreSQL's text type cannot
+// hold: one with a NUL byte or invalid UTF-8, which the server would
+// refuse with SQLSTATE 22021 — aborting the caller's transaction, when the
+// jobs are enqueued in one. Other dialects store such keys (MySQL's column
+// is binary), so the check is this dialect's, not queue's. Queue names are
+// already plain ASCII, and last_error goes through errorText.
+func checkText(j queue.NewJob) error {
+	switch {
+	case strings.IndexByte(j.DedupeKey, 0) >= 0:
+		return fmt.Errorf("%w: DedupeKey %q has a NUL byte, which PostgreSQL text cannot hold", queue.ErrInvalidJob, j.DedupeKey)
+	case !utf8.ValidString(j.DedupeKey):
+		return fmt.Errorf("%w: DedupeKey %q is not valid UTF-8, which PostgreSQL text requires", queue.ErrInvalidJob, j.DedupeKey)
+	}
+	return nil
 }
 
 // enqueueOwn runs the insert on a connection of the pool, under guard: a

@@ -20,14 +20,21 @@ const (
 	codeDeadlockDetected     = "40P01"
 	codeLockNotAvailable     = "55P03"
 	codeQueryCanceled        = "57014"
+	// A value the database encoding cannot hold: a NUL byte or invalid
+	// UTF-8 in a text parameter, or a character outside a non-UTF-8
+	// database's encoding.
+	codeCharacterNotInRepertoire = "22021"
+	codeUntranslatableCharacter  = "22P05"
 )
 
 // interpret maps a pgx error to dbq's errors, keeping the original for
 // errors.As (*pgconn.PgError): a missing table or schema is
 // queue.ErrNotMigrated, a unique violation queue.ErrDuplicate (the dedupe
 // index is the table's only unique index besides the primary key, which dbq
-// never sets), a serialization failure, deadlock or lock timeout a
-// *dialect.RetryableError. Other errors get a "dbq: postgres: op:" prefix.
+// never sets), a text value the database encoding cannot hold (22021,
+// 22P05) queue.ErrInvalidJob, a serialization failure, deadlock or lock
+// timeout a *dialect.RetryableError. Other errors get a
+// "dbq: postgres: op:" prefix.
 func interpret(op string, err error) error {
 	if err == nil {
 		return nil
@@ -39,6 +46,10 @@ func interpret(op string, err error) error {
 			return fmt.Errorf("%w: %w", queue.ErrNotMigrated, err)
 		case codeUniqueViolation:
 			return fmt.Errorf("%w: %w", queue.ErrDuplicate, err)
+		case codeCharacterNotInRepertoire, codeUntranslatableCharacter:
+			// Enqueue checks dedupe keys first; this catches text the
+			// check does not foresee, such as a non-UTF-8 database.
+			return fmt.Errorf("%w: %w", queue.ErrInvalidJob, err)
 		case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable:
 			return &dialect.RetryableError{Err: err}
 		}

@@ -139,33 +139,68 @@ func TestOddButValidNames(t *testing.T) {
 }
 
 // TestMixedCaseSchemaMigrates: a valid identifier with capitals works as
-// a schema and a prefix, migrations included, under exactly that name.
+// a schema and a prefix on both strategies, end to end — migrate up (twice:
+// the second finds the version table), enqueue, claim, complete, migrate
+// down — under exactly that name, and a prefix that differs only in case
+// is a separate set of tables with a version table of its own.
 func TestMixedCaseSchemaMigrates(t *testing.T) {
 	t.Parallel()
-	// Found by this test (issue 7): migrations.NewProvider hands goose the
-	// version table as Schema + "." + Prefix + "schema_version", unquoted,
-	// so PostgreSQL folds it to lower case: with schema "Odd_S" Migrate
-	// fails (schema "odd_s" does not exist, SQLSTATE 3F000); with prefix
-	// "Odd_" the version table is odd_schema_version, shared with prefix
-	// "odd_", and a second Migrate fails (goose looks the table up by its
-	// exact name, misses it and creates it again: SQLSTATE 42P07). Drop
-	// this Skip once the name is quoted or capitals are refused.
-	t.Skip("known bug: goose's version table name is unquoted, so PostgreSQL folds capitals")
 	pool := testPool(t)
 	schema := dbtest.UniqueName("Odd_Schema")
 	t.Cleanup(func() {
 		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+dialect.Quote(dialect.Postgres, schema)+" CASCADE")
 	})
-	cfg := Config{Config: queue.Config{Schema: schema, Prefix: "Odd_Prefix_"}}
-	for range 2 {
-		if err := Migrate(testCtx(t), pool, cfg); err != nil {
-			t.Fatalf("Migrate(schema %q): %v", schema, err)
+	tables := func(prefix string) int {
+		t.Helper()
+		var n int
+		err := pool.QueryRow(testCtx(t), `SELECT count(*) FROM information_schema.tables
+			WHERE table_schema = $1 AND table_name IN ($2, $3)`, schema, prefix+"jobs", prefix+"schema_version").Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, prefix := range []string{"Odd_Prefix_", "odd_prefix_"} {
+		cfg := Config{Config: queue.Config{Schema: schema, Prefix: prefix}}
+		for range 2 {
+			if err := Migrate(testCtx(t), pool, cfg); err != nil {
+				t.Fatalf("Migrate(schema %q, prefix %q): %v", schema, prefix, err)
+			}
+		}
+		if n := tables(prefix); n != 2 {
+			t.Fatalf("prefix %q: found %d of the 2 tables", prefix, n)
 		}
 	}
-	var n int
-	err := pool.QueryRow(testCtx(t), `SELECT count(*) FROM information_schema.tables
-		WHERE table_schema = $1 AND table_name IN ('Odd_Prefix_jobs', 'Odd_Prefix_schema_version')`, schema).Scan(&n)
-	if err != nil || n != 2 {
-		t.Fatalf("found %d of the 2 tables (%v)", n, err)
+	for _, s := range []Strategy{Advisory, SkipLocked} {
+		q, err := New(pool, Config{Config: queue.Config{Schema: schema, Prefix: "Odd_Prefix_"}, Strategy: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newClaimer(t, q)
+		faults.RoundTrip(t, q, c, "mixed", []byte("payload"), "Key")
+		if err := c.Close(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := SQLDB(pool)
+	defer db.Close()
+	p, err := migrations.NewProvider(testCtx(t), dialect.Postgres, db, dialect.Names{Schema: schema, Prefix: "Odd_Prefix_"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := p.GetDBVersion(testCtx(t)); err != nil || v == 0 {
+		t.Fatalf("version of the migrated tables: %d, %v", v, err)
+	}
+	if _, err := p.DownTo(testCtx(t), 0); err != nil {
+		t.Fatalf("migrate down: %v", err)
+	}
+	if n := tables("Odd_Prefix_"); n != 1 {
+		t.Fatalf("after migrate down %d tables of prefix Odd_Prefix_ are left, want only the version table", n)
+	}
+	if n := tables("odd_prefix_"); n != 2 {
+		t.Fatalf("migrating prefix Odd_Prefix_ down left %d of prefix odd_prefix_'s 2 tables", n)
 	}
 }

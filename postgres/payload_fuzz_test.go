@@ -57,22 +57,46 @@ func TestPayloadAtDefaultLimit(t *testing.T) {
 }
 
 // TestDedupeKeyNotText: a dedupe key PostgreSQL's text type cannot hold
-// (a NUL byte, invalid UTF-8) must get a typed error, not a driver error.
+// (a NUL byte, invalid UTF-8) gets queue.ErrInvalidJob, not a driver
+// error, and stores nothing: not the batch it is part of, whether by
+// Enqueue or EnqueueUnique, and it leaves the caller's transaction usable.
 func TestDedupeKeyNotText(t *testing.T) {
 	t.Parallel()
-	// Found by this test (issue 7): queue.Queue.check accepts any 200
-	// bytes and the server answers SQLSTATE 22021, passed on untyped. Drop
-	// this Skip once NUL / invalid UTF-8 keys get queue.ErrInvalidJob.
-	t.Skip("known bug: a dedupe key that is not valid UTF-8 text gets PostgreSQL's 22021, not queue.ErrInvalidJob")
 	q := newQueue(t, Config{}, true)
-	for _, key := range []string{"a\x00b", "\xff\xfe"} {
-		_, err := q.Enqueue(testCtx(t), queue.NewJob{Queue: "k", DedupeKey: key})
-		if err == nil {
-			t.Errorf("Enqueue with dedupe key %q stored it", key)
-			continue
-		}
-		if !errors.Is(err, queue.ErrInvalidJob) {
+	ctx := testCtx(t)
+	for _, key := range []string{"a\x00b", "\xff\xfe", "ok\xc3"} {
+		batch := []queue.NewJob{{Queue: "k", DedupeKey: "good"}, {Queue: "k", DedupeKey: key}, {Queue: "k"}}
+		if _, err := q.Enqueue(ctx, batch...); !errors.Is(err, queue.ErrInvalidJob) {
 			t.Errorf("Enqueue with dedupe key %q: %v, want queue.ErrInvalidJob", key, err)
 		}
+		if _, _, err := q.EnqueueUnique(ctx, nil, queue.NewJob{Queue: "k", DedupeKey: key}); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("EnqueueUnique with dedupe key %q: %v, want queue.ErrInvalidJob", key, err)
+		}
+		tx, err := testPool(t).Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.EnqueueTx(ctx, tx, batch...); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("EnqueueTx with dedupe key %q: %v, want queue.ErrInvalidJob", key, err)
+		}
+		// The key never reached the server, so the transaction goes on.
+		if _, err := q.EnqueueTx(ctx, tx, queue.NewJob{Queue: "k", DedupeKey: "in-tx"}); err != nil {
+			t.Errorf("EnqueueTx after a refused key: %v", err)
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countRows(t, q, ""); n != 0 {
+		t.Fatalf("%d jobs stored; a batch with an invalid dedupe key must store none", n)
+	}
+	// Text the dialect's check lets through still gets a typed error when
+	// the server refuses it with 22021.
+	_, err := testPool(t).Exec(ctx, "SELECT convert_from('\\xff'::bytea, 'UTF8')")
+	if !isCode(err, codeCharacterNotInRepertoire) {
+		t.Fatalf("convert_from of an invalid byte: %v, want SQLSTATE %s", err, codeCharacterNotInRepertoire)
+	}
+	if err := interpret("probe", err); !errors.Is(err, queue.ErrInvalidJob) || !isCode(err, codeCharacterNotInRepertoire) {
+		t.Errorf("interpret(22021) = %v, want queue.ErrInvalidJob wrapping the *pgconn.PgError", err)
 	}
 }

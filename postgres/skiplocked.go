@@ -30,7 +30,7 @@ type SkipLockedClaimer struct {
 
 	mu        sync.Mutex
 	held      map[int64]int64 // id → token of the claims this claimer made, for Close
-	closed    atomic.Bool
+	closed    atomic.Bool     // set under mu, read without it by check
 	abandoned bool
 }
 
@@ -87,6 +87,8 @@ func (c *SkipLockedClaimer) check(ctx context.Context, op string) error {
 // Claim returns up to n ready jobs of queue, claimed for Config.Lease with
 // a fresh token, in (priority, run_at, id) order. A claim cut off by ctx is
 // rolled back by the server, or it had finished and its jobs are returned.
+// A claim that Close overtakes gives back the jobs it took and returns
+// queue.ErrClosed: Close cannot see jobs before the claim returns them.
 func (c *SkipLockedClaimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.Job, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, n)
@@ -101,11 +103,32 @@ func (c *SkipLockedClaimer) Claim(ctx context.Context, queueName string, n int) 
 		c.d.log.Warn("dbq: postgres: rescue of expired leases failed", "err", err)
 	}
 	token := rand.Int64N(math.MaxInt64-1) + 1
+	jobs, err := c.claim(ctx, queueName, n, token)
+	if err != nil {
+		return nil, err
+	}
+	// The claim's connection is back in the pool by now, so keep can give
+	// the jobs back even through a pool of one connection.
+	if err := c.keep(ctx, jobs, token); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(jobs, func(a, b *queue.Job) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+// claim runs claim_skiplocked.sql on a connection of the pool, under
+// guard, and returns the jobs it claimed with token.
+func (c *SkipLockedClaimer) claim(ctx context.Context, queueName string, n int, token int64) ([]*queue.Job, error) {
 	conn, err := c.d.pool.Acquire(ctx)
 	if err != nil {
 		return nil, interpret("claim", err)
 	}
 	defer conn.Release()
+	if c.closed.Load() {
+		return nil, queue.ErrClosed
+	}
 	gctx, done := guard(ctx, conn.Conn().PgConn())
 	defer done()
 	rows, err := conn.Query(gctx, c.d.stmts.claimSkipLocked, queueName, int64(n), token, c.d.leaseUS)
@@ -129,15 +152,34 @@ func (c *SkipLockedClaimer) Claim(ctx context.Context, queueName string, n int) 
 	if err != nil {
 		return nil, failed(ctx, "claim", err)
 	}
+	return jobs, nil
+}
+
+// keep records the jobs a claim took as held, so that Close gives them
+// back. When Close has run meanwhile — it sets closed under c.mu, so it
+// either saw these jobs or they see closed here — keep gives them back
+// itself and returns queue.ErrClosed.
+func (c *SkipLockedClaimer) keep(ctx context.Context, jobs []*queue.Job, token int64) error {
 	c.mu.Lock()
-	for _, j := range jobs {
-		c.held[j.ID] = token
+	closed, abandoned := c.closed.Load(), c.abandoned
+	if !closed {
+		for _, j := range jobs {
+			c.held[j.ID] = token
+		}
 	}
 	c.mu.Unlock()
-	slices.SortFunc(jobs, func(a, b *queue.Job) int {
-		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
-	})
-	return jobs, nil
+	if !closed {
+		return nil
+	}
+	if abandoned || len(jobs) == 0 || c.d.closed.Load() {
+		return queue.ErrClosed
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := c.releaseLeases(cctx, queue.Leases(jobs)); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+		return fmt.Errorf("%w; giving back the jobs its last claim took: %w", queue.ErrClosed, err)
+	}
+	return queue.ErrClosed
 }
 
 // forget drops leases from the claimer's record once they have ended or
@@ -263,13 +305,15 @@ func (c *SkipLockedClaimer) Extend(ctx context.Context, leases []queue.Lease) er
 }
 
 // Close gives back the jobs this claimer still holds (those whose lease
-// was lost stay with their new holder). Further calls return
-// queue.ErrClosed.
+// was lost stay with their new holder). It does not wait for a Claim in
+// flight: that claim gives back what it took and returns queue.ErrClosed.
+// Further calls return queue.ErrClosed.
 func (c *SkipLockedClaimer) Close(ctx context.Context) error {
+	c.mu.Lock()
 	if c.closed.Swap(true) {
+		c.mu.Unlock()
 		return queue.ErrClosed
 	}
-	c.mu.Lock()
 	leases := make([]queue.Lease, 0, len(c.held))
 	for id, token := range c.held {
 		leases = append(leases, queue.Lease{ID: id, Token: token})

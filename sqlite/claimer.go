@@ -31,7 +31,7 @@ const rescueBatch = 1000
 // use.
 type Claimer struct {
 	d         *Driver
-	closed    atomic.Bool
+	closed    atomic.Bool // set under mu, read without it by check
 	abandoned atomic.Bool // see abandon
 
 	mu   sync.Mutex
@@ -54,6 +54,9 @@ func (c *Claimer) check() error {
 // lease, a bounded rescue of expired leases; then the claim UPDATE; and when
 // that came up short of n and no rescue ran yet, a rescue and a second claim
 // for the rest, so expired jobs come back as soon as anyone asks for work.
+//
+// A claim that Close overtakes gives back the jobs it took and returns
+// queue.ErrClosed: Close cannot see jobs before the claim returns them.
 func (c *Claimer) Claim(ctx context.Context, q string, n int) ([]*queue.Job, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -99,14 +102,38 @@ func (c *Claimer) Claim(ctx context.Context, q string, n int) ([]*queue.Job, err
 	slices.SortFunc(jobs, func(a, b *queue.Job) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
 	})
-	if !c.abandoned.Load() {
-		c.mu.Lock()
+	if err := c.keep(ctx, jobs); err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// keep records the jobs a claim took as held, so that Close gives them
+// back. When Close has run meanwhile — it sets closed under c.mu, so it
+// either saw these jobs or they see closed here — keep gives them back
+// itself and returns queue.ErrClosed.
+func (c *Claimer) keep(ctx context.Context, jobs []*queue.Job) error {
+	abandoned := c.abandoned.Load()
+	c.mu.Lock()
+	closed := c.closed.Load()
+	if !closed && !abandoned {
 		for _, j := range jobs {
 			c.held[j.ID] = j.Token
 		}
-		c.mu.Unlock()
 	}
-	return jobs, nil
+	c.mu.Unlock()
+	if !closed {
+		return nil
+	}
+	if abandoned || len(jobs) == 0 || c.d.closed.Load() {
+		return queue.ErrClosed
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), BusyTimeout)
+	defer cancel()
+	if _, err := c.d.batch(rctx, c.d.stmts.release, leasesJSON(queue.Leases(jobs))); err != nil {
+		return fmt.Errorf("%w; giving back the jobs its last claim took: %w", queue.ErrClosed, err)
+	}
+	return queue.ErrClosed
 }
 
 // newToken returns a random nonzero claim token.
@@ -369,13 +396,15 @@ func truncate(s string, max int) string {
 }
 
 // Close gives back every job this claimer still holds (those whose lease
-// it lost stay with their new holder) and closes the claimer. Further calls
-// return queue.ErrClosed.
+// it lost stay with their new holder) and closes the claimer. It does not
+// wait for a Claim in flight: that claim gives back what it took and
+// returns queue.ErrClosed. Further calls return queue.ErrClosed.
 func (c *Claimer) Close(ctx context.Context) error {
+	c.mu.Lock()
 	if c.closed.Swap(true) {
+		c.mu.Unlock()
 		return queue.ErrClosed
 	}
-	c.mu.Lock()
 	leases := make([]queue.Lease, 0, len(c.held))
 	for id, tok := range c.held {
 		leases = append(leases, queue.Lease{ID: id, Token: tok})

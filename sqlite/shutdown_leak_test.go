@@ -57,15 +57,6 @@ func TestInterruptedClaimLeavesNothing(t *testing.T) {
 	for _, how := range []string{"cancel", "close"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
-			if how == "close" {
-				// Found by this test (issue 7): Claimer.Close does not wait
-				// for a claim in flight. It finds nothing held and returns;
-				// the claim then commits and its jobs stay claimed by a
-				// closed claimer (Complete and Release say ErrClosed) until
-				// their lease expires. Drop this Skip once Close waits for,
-				// or gives back, such claims.
-				t.Skip("known bug: sqlite Claimer.Close does not wait for an in-flight Claim; its jobs stay held until the lease expires")
-			}
 			path := filepath.Join(t.TempDir(), "mid.db")
 			q := newTestQueue(t, path, queue.Config{Logger: faults.Quiet}, true)
 			ctx := context.Background()
@@ -92,7 +83,7 @@ func TestInterruptedClaimLeavesNothing(t *testing.T) {
 				jobs, err := c.Claim(cctx, "mid", 5)
 				claimed <- result{jobs, err}
 			}()
-			time.Sleep(100 * time.Millisecond) // the claim waits for the write lock
+			waitGate(t, driverOf(t, q)) // the claim waits for the write lock
 			switch how {
 			case "cancel":
 				cancel()
@@ -128,6 +119,18 @@ func TestInterruptedClaimLeavesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitGate waits until a writer of d has taken its write gate: a claim
+// that got there is past its closed check and waits for the write lock.
+func waitGate(t *testing.T, d *Driver) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if len(d.gate) != 0 {
+			return
+		}
+	}
+	t.Fatal("the claim never took the write gate")
 }
 
 // lockFile takes the write lock of the database at path from a connection
