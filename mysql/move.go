@@ -1,0 +1,338 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbqueue/dbq/internal/movekit"
+	"github.com/dbqueue/dbq/queue"
+)
+
+var _ queue.Mover = (*Driver)(nil)
+
+// The statements of package move. The table name and runs of "?" are the
+// only text spliced in.
+const (
+	moveColumns = `id, queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at`
+
+	// moveFilter: ? queue list (spliced placeholders, or none), then the
+	// ready, scheduled and dead flags.
+	moveFilter = `((state = 'ready' AND run_at <= UTC_TIMESTAMP(6) AND ?)
+    OR (state = 'ready' AND run_at > UTC_TIMESTAMP(6) AND ?)
+    OR (state = 'dead' AND ?))`
+)
+
+// moveFilterSQL renders the filter of f and its arguments.
+func moveFilterSQL(f queue.ExportFilter) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, len(f.Queues)+3)
+	if len(f.Queues) > 0 {
+		b.WriteString("queue IN (")
+		b.WriteString(placeholders(len(f.Queues)))
+		b.WriteString(") AND ")
+		for _, q := range f.Queues {
+			args = append(args, q)
+		}
+	}
+	b.WriteString(moveFilter)
+	return b.String(), append(args, f.Ready, f.Scheduled, f.Dead)
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// Identity implements queue.Mover: mysql://host:port/table.
+func (d *Driver) Identity(ctx context.Context) (string, error) {
+	if d.closed.Load() {
+		return "", queue.ErrClosed
+	}
+	var host, port, db sql.NullString
+	if err := d.db.QueryRowContext(ctx, `SELECT @@hostname, @@port, DATABASE()`).Scan(&host, &port, &db); err != nil {
+		return "", d.classify("identity", err)
+	}
+	return fmt.Sprintf("mysql://%s:%s/%s/%s", host.String, port.String, db.String, d.stmts.base.Jobs), nil
+}
+
+// Survey implements queue.Mover.
+func (d *Driver) Survey(ctx context.Context, f queue.ExportFilter) (queue.Survey, error) {
+	var s queue.Survey
+	if d.closed.Load() {
+		return s, queue.ErrClosed
+	}
+	where, args := moveFilterSQL(f)
+	q := `SELECT COALESCE(MAX(LENGTH(payload)), 0), COALESCE(MAX(LENGTH(dedupe_key)), 0),
+       COALESCE(MAX(CHAR_LENGTH(CONVERT(dedupe_key USING utf8mb4))), 0)
+FROM ` + d.stmts.base.Jobs + ` WHERE ` + where
+	if err := d.db.QueryRowContext(ctx, q, args...).Scan(&s.MaxPayload, &s.MaxKeyBytes, &s.MaxKeyChars); err != nil {
+		return s, d.classify("survey", err)
+	}
+	return s, nil
+}
+
+// Limits implements queue.Mover: a payload travels in one packet, so
+// max_allowed_packet bounds it (less room for the rest of the row);
+// dedupe_key is VARBINARY(200).
+func (d *Driver) Limits(ctx context.Context) (queue.MoveLimits, error) {
+	var packet int64
+	if err := d.db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&packet); err != nil {
+		return queue.MoveLimits{}, d.classify("limits", err)
+	}
+	return queue.MoveLimits{Payload: packet - packetSlack, KeyBytes: 200}, nil
+}
+
+// packetSlack is the room a row's other columns and the statement take in
+// a packet besides the payload.
+const packetSlack = 16 << 10
+
+// Export implements queue.Mover: candidates in id order without locks,
+// then those still unheld locked FOR UPDATE SKIP LOCKED (a claim that
+// holds a row's lock or has made it 'claimed' keeps it) until the batch's
+// transaction ends.
+func (d *Driver) Export(ctx context.Context, f queue.ExportFilter) (queue.ExportBatch, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	tx, err := beginRC(ctx, d.db, d.sessionRC)
+	if err != nil {
+		return nil, d.classify("export", err)
+	}
+	b := &exportBatch{d: d, tx: tx}
+	if err := b.take(ctx, f); err != nil {
+		_ = tx.Rollback()
+		return nil, d.classify("export", err)
+	}
+	return b, nil
+}
+
+type exportBatch struct {
+	d      *Driver
+	tx     *sql.Tx
+	jobs   []*queue.Job
+	cursor int64
+	once   sync.Once
+}
+
+func (b *exportBatch) take(ctx context.Context, f queue.ExportFilter) error {
+	where, args := moveFilterSQL(f)
+	rows, err := b.tx.QueryContext(ctx, `SELECT id FROM `+b.d.stmts.base.Jobs+` WHERE id > ? AND `+where+
+		` ORDER BY id LIMIT ?`, append(append([]any{f.AfterID}, args...), f.Limit)...)
+	if err != nil {
+		return err
+	}
+	var ids []any
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+		b.cursor = id
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		return err
+	}
+	rows, err = b.tx.QueryContext(ctx, `SELECT `+moveColumns+` FROM `+b.d.stmts.base.Jobs+
+		` WHERE id IN (`+placeholders(len(ids))+`) AND state IN ('ready', 'dead') ORDER BY id FOR UPDATE SKIP LOCKED`, ids...)
+	if err != nil {
+		return err
+	}
+	b.jobs, err = scanMoved(rows)
+	return err
+}
+
+func (b *exportBatch) Jobs() []*queue.Job { return b.jobs }
+func (b *exportBatch) Cursor() int64      { return b.cursor }
+
+func (b *exportBatch) Commit(ctx context.Context, ids []int64) error {
+	err := queue.ErrClosed
+	b.once.Do(func() {
+		if len(ids) > 0 {
+			args := make([]any, len(ids))
+			for i, id := range ids {
+				args[i] = id
+			}
+			if _, err = b.tx.ExecContext(ctx, `DELETE FROM `+b.d.stmts.base.Jobs+` WHERE id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+				_ = b.tx.Rollback()
+				err = b.d.classify("export commit", err)
+				return
+			}
+		}
+		err = b.d.classify("export commit", b.tx.Commit())
+	})
+	return err
+}
+
+func (b *exportBatch) Rollback() error {
+	b.once.Do(func() { _ = b.tx.Rollback() })
+	return nil
+}
+
+// scanMoved reads rows of moveColumns and closes them.
+func scanMoved(rows *sql.Rows) ([]*queue.Job, error) {
+	defer rows.Close()
+	var out []*queue.Job
+	for rows.Next() {
+		var (
+			j                queue.Job
+			runAt, createdAt utcTime
+			state            string
+			lastErr          sql.NullString
+			key              []byte
+		)
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts, &state,
+			&lastErr, &key, &createdAt); err != nil {
+			return nil, err
+		}
+		if j.Payload == nil {
+			j.Payload = []byte{}
+		}
+		j.RunAt, j.CreatedAt = runAt.T, createdAt.T
+		j.State, j.LastError, j.DedupeKey = queue.State(state), lastErr.String, string(key)
+		out = append(out, &j)
+	}
+	return out, rows.Err()
+}
+
+// Import implements queue.Mover in one transaction: the jobs already
+// stored are found by (queue, dedupe_key) first, the others inserted in
+// multi-row statements that fit a packet, then all read back.
+func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Imported, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	for _, j := range jobs {
+		if err := movekit.Importable(j); err != nil {
+			return nil, err
+		}
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	limits, err := d.Limits(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := beginRC(ctx, d.db, d.sessionRC)
+	if err != nil {
+		return nil, d.classify("import", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	before, err := d.storedByKey(ctx, tx, jobs)
+	if err != nil {
+		return nil, d.classify("import", err)
+	}
+	existed := make(map[[2]string]bool, len(before))
+	old := make([]int64, 0, len(before))
+	for _, s := range before {
+		existed[[2]string{s.Queue, s.DedupeKey}] = true
+		old = append(old, s.ID)
+	}
+	var rows []*queue.Job
+	size := int64(0)
+	flush := func() error {
+		if len(rows) == 0 {
+			return nil
+		}
+		err := d.insertMoved(ctx, tx, rows)
+		rows, size = rows[:0], 0
+		return err
+	}
+	for _, j := range jobs {
+		if existed[[2]string{j.Queue, j.DedupeKey}] {
+			continue
+		}
+		n := int64(len(j.Payload)+len(j.LastError)) + 256
+		if len(rows) == importChunk || (len(rows) > 0 && size+n > limits.Payload/2) {
+			if err := flush(); err != nil {
+				return nil, d.classify("import", err)
+			}
+		}
+		rows, size = append(rows, j), size+n
+	}
+	if err := flush(); err != nil {
+		return nil, d.classify("import", err)
+	}
+	stored, err := d.storedByKey(ctx, tx, jobs)
+	if err != nil {
+		return nil, d.classify("import", err)
+	}
+	oldSet := movekit.IDSet(old)
+	out, err := movekit.Match("mysql", jobs, stored, func(id int64) bool { return !oldSet(id) })
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, d.classify("import", err)
+	}
+	return out, nil
+}
+
+// importChunk is the most rows of one import INSERT.
+const importChunk = 500
+
+func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) error {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO ` + d.stmts.base.Jobs +
+		` (queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at) VALUES `)
+	args := make([]any, 0, len(jobs)*10)
+	for i, j := range jobs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`(?, ?, ?, CAST(? AS DATETIME(6)), ?, ?, ?, ?, ?, CAST(? AS DATETIME(6)))`)
+		var lastErr any
+		if j.LastError != "" {
+			lastErr = movekit.ValidText(j.LastError)
+		}
+		created := j.CreatedAt
+		if created.IsZero() {
+			created = time.Now()
+		}
+		payload := j.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		args = append(args, j.Queue, payload, j.Priority, formatTime(j.RunAt), j.Attempt, j.MaxAttempts,
+			string(j.State), lastErr, []byte(j.DedupeKey), formatTime(created))
+	}
+	// A key stored meanwhile (it cannot be: the source batch is locked)
+	// keeps its row.
+	b.WriteString(` ON DUPLICATE KEY UPDATE id = id`)
+	_, err := tx.ExecContext(ctx, b.String(), args...)
+	return err
+}
+
+// storedByKey reads the stored jobs with the queues and keys of jobs, one
+// statement per queue so that each is a range of the dedupe index.
+func (d *Driver) storedByKey(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) ([]*queue.Job, error) {
+	byQueue := map[string][]any{}
+	var order []string
+	for _, j := range jobs {
+		if _, ok := byQueue[j.Queue]; !ok {
+			order = append(order, j.Queue)
+		}
+		byQueue[j.Queue] = append(byQueue[j.Queue], []byte(j.DedupeKey))
+	}
+	var out []*queue.Job
+	for _, q := range order {
+		keys := byQueue[q]
+		rows, err := tx.QueryContext(ctx, `SELECT `+moveColumns+` FROM `+d.stmts.base.Jobs+
+			` WHERE queue = ? AND dedupe_key IN (`+placeholders(len(keys))+`)`, append([]any{q}, keys...)...)
+		if err != nil {
+			return nil, err
+		}
+		got, err := scanMoved(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}

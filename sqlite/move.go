@@ -1,0 +1,283 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/internal/movekit"
+	"github.com/dbqueue/dbq/queue"
+)
+
+var _ queue.Mover = (*Driver)(nil)
+
+// The statements of package move. {{jobs}} is the only text spliced in;
+// ?queues is a JSON array of queue names, '[]' for every queue.
+const (
+	moveNowSQL = `(CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000)`
+
+	moveFilterSQL = `(?1 = '[]' OR queue IN (SELECT value FROM json_each(?1)))
+  AND ((state = 'ready' AND run_at <= ` + moveNowSQL + ` AND ?2)
+    OR (state = 'ready' AND run_at > ` + moveNowSQL + ` AND ?3)
+    OR (state = 'dead' AND ?4))`
+
+	moveSurveySQL = `SELECT coalesce(max(length(CAST(payload AS BLOB))), 0), coalesce(max(length(CAST(dedupe_key AS BLOB))), 0),
+       coalesce(max(length(dedupe_key)), 0)
+FROM {{jobs}} WHERE ` + moveFilterSQL
+
+	// moveTakeSQL writes nothing, but as a write it takes the database's
+	// write lock at once, so no claim can change a row the batch reads.
+	moveTakeSQL = `UPDATE {{jobs}} SET id = id WHERE id = -1`
+
+	moveExportSQL = `SELECT id, queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at
+FROM {{jobs}} WHERE id > ?5 AND ` + moveFilterSQL + `
+ORDER BY id LIMIT ?6`
+
+	moveDeleteSQL = `DELETE FROM {{jobs}} WHERE id IN (SELECT value FROM json_each(?1))`
+
+	moveInsertSQL = `INSERT INTO {{jobs}}
+    (queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
+RETURNING id`
+
+	moveStoredSQL = `SELECT id, queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at
+FROM {{jobs}} WHERE queue = ?1 AND dedupe_key = ?2`
+)
+
+func (d *Driver) moveSQL(s string) string {
+	return strings.ReplaceAll(s, tableMarker, d.names.Qualified(dialect.SQLite, d.names.Jobs()))
+}
+
+func (d *Driver) moveArgs(f queue.ExportFilter) []any {
+	qs := f.Queues
+	if qs == nil {
+		qs = []string{}
+	}
+	b, _ := json.Marshal(qs)
+	return []any{string(b), f.Ready, f.Scheduled, f.Dead}
+}
+
+// Identity implements queue.Mover: sqlite://file/table.
+func (d *Driver) Identity(ctx context.Context) (string, error) {
+	if d.closed.Load() {
+		return "", queue.ErrClosed
+	}
+	var file string
+	err := d.db.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file)
+	if err != nil {
+		return "", interpret(err)
+	}
+	if file == "" {
+		file = fmt.Sprintf("memory@%p", d.db)
+	}
+	return "sqlite://" + file + "/" + d.names.Jobs(), nil
+}
+
+// Survey implements queue.Mover.
+func (d *Driver) Survey(ctx context.Context, f queue.ExportFilter) (queue.Survey, error) {
+	var s queue.Survey
+	if d.closed.Load() {
+		return s, queue.ErrClosed
+	}
+	err := retry(ctx, func() error {
+		return interpret(d.db.QueryRowContext(ctx, d.moveSQL(moveSurveySQL), d.moveArgs(f)...).
+			Scan(&s.MaxPayload, &s.MaxKeyBytes, &s.MaxKeyChars))
+	})
+	return s, err
+}
+
+// Limits implements queue.Mover: SQLite's default SQLITE_MAX_LENGTH, one
+// billion bytes, bounds a value; TEXT keys have no limit of their own.
+func (d *Driver) Limits(context.Context) (queue.MoveLimits, error) {
+	return queue.MoveLimits{Payload: 1_000_000_000}, nil
+}
+
+// Export implements queue.Mover. SQLite has one writer: the batch holds the
+// write lock (and the driver's writer slot) until it ends, so claims of
+// every process wait for it rather than skip its jobs. Keep batches small.
+func (d *Driver) Export(ctx context.Context, f queue.ExportFilter) (queue.ExportBatch, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	if !d.noGate {
+		select {
+		case d.gate <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	b := &exportBatch{d: d}
+	if err := retry(ctx, func() error { return b.take(ctx, f) }); err != nil {
+		b.release()
+		return nil, err
+	}
+	return b, nil
+}
+
+type exportBatch struct {
+	d      *Driver
+	tx     *sql.Tx
+	jobs   []*queue.Job
+	cursor int64
+	once   sync.Once
+}
+
+// take begins the write transaction and reads the batch.
+func (b *exportBatch) take(ctx context.Context, f queue.ExportFilter) error {
+	d := b.d
+	tx, err := d.begin(ctx)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error { _ = tx.Rollback(); return interpret(err) }
+	if _, err := tx.ExecContext(ctx, d.moveSQL(moveTakeSQL)); err != nil {
+		return fail(err)
+	}
+	rows, err := tx.QueryContext(ctx, d.moveSQL(moveExportSQL), append(d.moveArgs(f), f.AfterID, f.Limit)...)
+	if err != nil {
+		return fail(err)
+	}
+	jobs, err := scanMoved(rows)
+	if err != nil {
+		return fail(err)
+	}
+	b.tx, b.jobs = tx, jobs
+	if len(jobs) > 0 {
+		b.cursor = jobs[len(jobs)-1].ID
+	}
+	return nil
+}
+
+func (b *exportBatch) Jobs() []*queue.Job { return b.jobs }
+func (b *exportBatch) Cursor() int64      { return b.cursor }
+
+func (b *exportBatch) Commit(ctx context.Context, ids []int64) error {
+	err := queue.ErrClosed
+	b.once.Do(func() {
+		defer b.releaseGate()
+		if len(ids) > 0 {
+			if _, err = b.tx.ExecContext(ctx, b.d.moveSQL(moveDeleteSQL), idsJSON(ids)); err != nil {
+				_ = b.tx.Rollback()
+				err = interpret(err)
+				return
+			}
+		}
+		err = interpret(b.tx.Commit())
+	})
+	return err
+}
+
+func (b *exportBatch) Rollback() error {
+	b.release()
+	return nil
+}
+
+func (b *exportBatch) release() {
+	b.once.Do(func() {
+		if b.tx != nil {
+			_ = b.tx.Rollback()
+		}
+		b.releaseGate()
+	})
+}
+
+func (b *exportBatch) releaseGate() {
+	if !b.d.noGate {
+		<-b.d.gate
+	}
+}
+
+// scanMoved reads rows of the move statements' columns and closes them.
+func scanMoved(rows *sql.Rows) ([]*queue.Job, error) {
+	defer rows.Close()
+	var out []*queue.Job
+	for rows.Next() {
+		var (
+			j                        queue.Job
+			priority, runAt, created int64
+			attempt, maxAttempts     int64
+			state                    string
+			lastErr, dedupe          sql.NullString
+		)
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &priority, &runAt, &attempt, &maxAttempts, &state,
+			&lastErr, &dedupe, &created); err != nil {
+			return nil, err
+		}
+		if j.Payload == nil {
+			j.Payload = []byte{}
+		}
+		j.Priority = int16(priority)
+		j.RunAt, j.CreatedAt = fromMicros(runAt), fromMicros(created)
+		j.Attempt, j.MaxAttempts = int(attempt), int(maxAttempts)
+		j.State = queue.State(state)
+		j.LastError, j.DedupeKey = lastErr.String, dedupe.String
+		out = append(out, &j)
+	}
+	return out, rows.Err()
+}
+
+// Import implements queue.Mover: one write transaction, a prepared insert
+// per job (SQLite runs in process, so a statement costs microseconds).
+func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Imported, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	for _, j := range jobs {
+		if err := movekit.Importable(j); err != nil {
+			return nil, err
+		}
+	}
+	var out []queue.Imported
+	err := d.write(ctx, true, func(ctx context.Context, r runner) error {
+		ins, err := r.tx.PrepareContext(ctx, d.moveSQL(moveInsertSQL))
+		if err != nil {
+			return interpret(err)
+		}
+		defer ins.Close()
+		var added []int64
+		for _, j := range jobs {
+			var lastErr any
+			if j.LastError != "" {
+				lastErr = j.LastError
+			}
+			var id int64
+			err := ins.QueryRowContext(ctx, j.Queue, j.Payload, j.Priority, j.RunAt.UnixMicro(), j.Attempt,
+				j.MaxAttempts, string(j.State), lastErr, j.DedupeKey, j.CreatedAt.UnixMicro()).Scan(&id)
+			switch {
+			case err == sql.ErrNoRows:
+			case err != nil:
+				return interpret(err)
+			default:
+				added = append(added, id)
+			}
+		}
+		sel, err := r.tx.PrepareContext(ctx, d.moveSQL(moveStoredSQL))
+		if err != nil {
+			return interpret(err)
+		}
+		defer sel.Close()
+		stored := make([]*queue.Job, 0, len(jobs))
+		for _, j := range jobs {
+			rows, err := sel.QueryContext(ctx, j.Queue, j.DedupeKey)
+			if err != nil {
+				return interpret(err)
+			}
+			got, err := scanMoved(rows)
+			if err != nil {
+				return interpret(err)
+			}
+			stored = append(stored, got...)
+		}
+		out, err = movekit.Match("sqlite", jobs, stored, movekit.IDSet(added))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
