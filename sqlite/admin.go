@@ -106,7 +106,13 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 	var out []*queue.Job
 	err := retry(ctx, func() error {
 		out = out[:0]
-		rows, err := runner{d: d}.query(ctx, d.stmts.jobs, f.Queue, string(f.State), f.AfterID, f.Limit)
+		var rows *sql.Rows
+		var err error
+		if f.State == queue.StateDead && f.Queue != "" {
+			rows, err = runner{d: d}.query(ctx, d.stmts.jobsDead, f.Queue, f.AfterID, f.Limit)
+		} else {
+			rows, err = runner{d: d}.query(ctx, d.stmts.jobs, f.Queue, string(f.State), f.AfterID, f.Limit)
+		}
 		if err != nil {
 			return err
 		}

@@ -130,3 +130,61 @@ func TestClaimPlanUsesClaimIndex(t *testing.T) {
 		t.Fatalf("claim plan does not range-scan the claim index:\n%s", text)
 	}
 }
+
+// Listing a queue's dead jobs is a range of the partial index jobs_dead,
+// not a walk over the queue's ready jobs, and pages in id order.
+func TestJobsDeadUsesIndex(t *testing.T) {
+	t.Parallel()
+	q := newQ(t, queue.Config{})
+	ctx := ctxT(t)
+	jobs := make([]queue.NewJob, 50)
+	for i := range jobs {
+		jobs[i] = queue.NewJob{Queue: "d"}
+	}
+	ids := enqueue(t, q, jobs...)
+	d := driverOf(t, q)
+	table := d.names.Qualified(dialect.SQLite, d.names.Jobs())
+	if _, err := d.DB().ExecContext(ctx, "UPDATE "+table+" SET state = 'dead' WHERE id % 10 = 0"); err != nil {
+		t.Fatal(err)
+	}
+	var plan strings.Builder
+	rows, err := d.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+d.stmts.jobsDead.text, "d", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(detail + "\n")
+	}
+	rows.Close()
+	if !strings.Contains(plan.String(), "jobs_dead") {
+		t.Fatalf("plan of jobs_dead.sql does not use the jobs_dead index:\n%s", plan.String())
+	}
+	var dead []int64
+	for _, id := range ids {
+		if id%10 == 0 {
+			dead = append(dead, id)
+		}
+	}
+	page1, err := q.Jobs(ctx, queue.JobFilter{Queue: "d", State: queue.StateDead, Limit: 3})
+	if err != nil || len(page1) != 3 {
+		t.Fatalf("first page: %d jobs, %v", len(page1), err)
+	}
+	page2, err := q.Jobs(ctx, queue.JobFilter{Queue: "d", State: queue.StateDead, AfterID: page1[2].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := queue.IDs(append(page1, page2...))
+	if len(got) != len(dead) {
+		t.Fatalf("listed dead %v, want %v", got, dead)
+	}
+	for i := range got {
+		if got[i] != dead[i] {
+			t.Fatalf("listed dead %v, want %v", got, dead)
+		}
+	}
+}

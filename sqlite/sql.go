@@ -69,7 +69,7 @@ type statements struct {
 	claim, complete, retry, release, extend, rescue, stats *stmt
 
 	// Admin statements (admin.go).
-	findUnique, jobs, cancel, retryDead, setPaused, paused *stmt
+	findUnique, jobs, jobsDead, cancel, retryDead, setPaused, paused *stmt
 	// enqueueUnique is the one-job INSERT that skips a dedupe collision.
 	enqueueUnique *stmt
 
@@ -105,6 +105,7 @@ func loadStatements(names dialect.Names) (*statements, error) {
 
 		"find_unique": &s.findUnique,
 		"jobs":        &s.jobs,
+		"jobs_dead":   &s.jobsDead,
 		"cancel":      &s.cancel,
 		"retry_dead":  &s.retryDead,
 		"set_paused":  &s.setPaused,
