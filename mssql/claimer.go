@@ -149,9 +149,9 @@ func newToken() int64 {
 	}
 }
 
-// leaseChunk is the most leases one statement carries: with 6 parameters
-// per lease (Retry) it stays under SQL Server's 2,100.
-const leaseChunk = 300
+// leaseChunk is the most leases one statement carries: with 7 parameters
+// per lease (Retry) it stays well under SQL Server's 2,100 per request.
+const leaseChunk = 250
 
 // Complete deletes the jobs and frees their dedupe keys.
 func (c *Claimer) Complete(ctx context.Context, leases []queue.Lease) error {
@@ -170,7 +170,10 @@ func (c *Claimer) Extend(ctx context.Context, leases []queue.Lease) error {
 		shared: []any{sql.Named("lease_s", leaseS), sql.Named("lease_ms", leaseMS)}}, leases)
 }
 
-// Retry records failures: see queue.Claimer.
+// Retry records failures: see queue.Claimer. A retry with Snooze set
+// only reschedules its job at now + Delay: attempt and last_error stay,
+// Error and Dead are ignored. Like every retry it matches the lease's
+// token, so a stale holder's snooze changes nothing.
 func (c *Claimer) Retry(ctx context.Context, retries []queue.RetryParams) error {
 	leases := make([]queue.Lease, len(retries))
 	for i, r := range retries {
@@ -180,17 +183,25 @@ func (c *Claimer) Retry(ctx context.Context, retries []queue.RetryParams) error 
 		leases[i] = r.Lease
 	}
 	return c.end(ctx, leaseOp{op: "retry", stmt: sqlRetry, ends: true,
-		cols: []string{"ds", "dm", "dd", "e"},
+		cols: []string{"ds", "dm", "dd", "sn", "e"},
 		row: func(k, i int) []any {
 			r := retries[i]
 			s, ms := splitDuration(r.Delay)
-			dead := int32(0)
-			if r.Dead {
-				dead = 1
+			dead, snooze, msg := bit(r.Dead), bit(r.Snooze), truncateUTF8(r.Error, queue.MaxErrorBytes)
+			if r.Snooze {
+				dead, msg = 0, ""
 			}
 			return []any{named("ds", k, s), named("dm", k, ms), named("dd", k, dead),
-				named("e", k, truncateUTF8(r.Error, queue.MaxErrorBytes))}
+				named("sn", k, snooze), named("e", k, msg)}
 		}}, leases)
+}
+
+// bit is b as the 0 or 1 a VALUES row compares with = 1.
+func bit(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // leaseOp is a statement over a list of leases.

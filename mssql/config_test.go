@@ -132,7 +132,7 @@ func TestStatsScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := queue.QueueStats{Queue: "q", Ready: 1, Scheduled: 2, Held: 3, Dead: 4, OldestReadyAge: 1.5}
+	want := queue.QueueStats{Queue: "q", Ready: 1, Scheduled: 2, Held: 3, Dead: 4, OldestReadyAge: 1.5, Paused: true}
 	if len(st) != 1 || st[0] != want {
 		t.Errorf("stats %+v, want %+v", st, want)
 	}

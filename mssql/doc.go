@@ -12,8 +12,13 @@
 // moves between the other two tables. Ids come from a sequence, so a row
 // keeps its id when it moves. Lock escalation is disabled on every table,
 // and no statement touches more than 1,000 rows ([MaxClaim], [RescueBatch],
-// 300 leases, 250 new jobs), far below the 5,000 locks at which SQL Server
-// would escalate anyway.
+// 250 leases, 250 new jobs, 1,000 ids), far below the 5,000 locks at which
+// SQL Server would escalate anyway. prefix+"queues" has a row for each
+// queue ever paused or resumed.
+//
+// Both strategies hold a claimed job the same way: in jobs_inflight. So
+// wherever this package counts, lists, dedupes or cancels held jobs, they
+// are the rows of jobs_inflight, whatever [Config.Strategy] claimed them.
 //
 // # The claim (SEEDS 003, made crash-safe)
 //
@@ -26,6 +31,8 @@
 //	WHERE j.id IN (SELECT TOP (@n) r.id
 //	               FROM (SELECT TOP (@window) id FROM jobs WITH (READPAST, READCOMMITTEDLOCK)
 //	                     WHERE queue = @queue AND state = 'ready' AND run_at <= SYSUTCDATETIME()
+//	                       AND NOT EXISTS (SELECT 1 FROM queues AS p
+//	                                       WHERE p.queue = @queue AND p.paused = 1)
 //	                     ORDER BY priority, run_at, id) AS r
 //	               ORDER BY CHECKSUM(NEWID()))
 //	  AND j.state = 'ready' AND j.run_at <= SYSUTCDATETIME()
@@ -75,10 +82,23 @@
 //
 // A claimer that dies leaves its rows in jobs_inflight until their lease
 // expires; then a rescue moves them back (sql/rescue.sql). Claim runs one
-// rescue statement at most every quarter lease, so no separate reaper is
-// needed; [Driver.Rescue] runs it on demand. The run that lost its lease
-// counts as a failed attempt (as in River and Oban): a job that keeps
-// killing its workers ends dead instead of looping.
+// rescue pass at most every quarter lease, so no separate reaper is
+// needed; [Driver.Rescue] runs passes on demand. The run that lost its
+// lease counts as a failed attempt (as in River and Oban): a job that
+// keeps killing its workers ends dead instead of looping.
+//
+// One pass at a time runs over a table, across every process: a pass that
+// sees an expired lease (an index seek, which also finds a missing table
+// before any transaction begins) opens a transaction and asks for the
+// table's application lock with sp_getapplock, @LockMode 'Exclusive',
+// @LockOwner 'Transaction', @LockTimeout 0. Its name, a bind parameter, is
+// "dbq.rescue:" and the quoted, qualified jobs_inflight table, well under
+// the 255 characters the procedure keeps (a longer one would be replaced by
+// its SHA-256). A pass not granted the lock at once (return code < 0, no
+// error raised) moves nothing, and Rescue stops: the pass that holds it is
+// doing the work. A granted pass moves at most [RescueBatch] jobs; COMMIT
+// releases the lock, as does the rollback that XACT_ABORT makes of an error
+// or a cancelled request, so no lock outlives its pass.
 //
 // A Claim whose result is lost on the way — its context cancelled, its
 // connection cut — may have committed. It then moves back whatever its
@@ -93,6 +113,47 @@
 // (inside a savepoint, so a duplicate key leaves the caller's transaction
 // usable) or its own — 250 jobs per INSERT, and returns the ids in input
 // order: they are drawn from the sequence in input order.
+//
+// # Admin, pause and snooze
+//
+// [Driver] implements queue.Admin; each method is one statement file.
+//
+//   - EnqueueUnique (sql/enqueue_unique.sql) reads the job's key in
+//     jobs_dedupe WITH (UPDLOCK, HOLDLOCK): the key's row, or the gap where
+//     it would be, stays locked to the end of the transaction. If it is
+//     there, its id is the answer, and its job cannot complete and free it
+//     meanwhile; if not, the job and its key are inserted, and a racing
+//     enqueue of the same key waits and then finds it. So it never meets a
+//     duplicate key, needs no retry when the job found vanishes (it cannot),
+//     and sets no XACT_ABORT: nothing in it aborts the caller's transaction,
+//     and it runs there inside a savepoint, as Enqueue does. In the
+//     caller's transaction the key stays locked until that transaction
+//     ends. In its own, a deadlock victim runs again.
+//   - Jobs (sql/jobs.sql) reads jobs (ready, scheduled, dead) and
+//     jobs_inflight (claimed, with token and lease) as one UNION ALL in id
+//     order. Its filters are bind parameters, planned per call with OPTION
+//     (RECOMPILE). A job that moves between the tables during the read may
+//     be listed in either state, never twice.
+//   - Cancel (sql/cancel.sql) deletes, by id, rows of jobs only — held jobs
+//     are in jobs_inflight — and their dedupe keys, in one XACT_ABORT
+//     transaction.
+//   - RetryDead revives dead jobs of one queue — ready now, attempt 0,
+//     last_error kept — by id (sql/retry_dead_ids.sql) or, with no ids,
+//     all of them (sql/retry_dead_all.sql), 1,000 a statement.
+//   - SetPaused (sql/set_paused.sql) updates the queue's row of queues
+//     WITH (UPDLOCK, HOLDLOCK) and inserts it if the update found none, in
+//     one transaction: the key-range lock keeps two first calls from both
+//     inserting. Paused (sql/paused.sql) lists paused queues by name.
+//
+// Both claim statements read the queue's row of queues themselves (NOT
+// EXISTS ... paused = 1, a primary-key probe), so a paused queue's claim
+// returns nothing at no extra round trip; Stats reports Paused the same
+// way. Enqueue, Complete, Retry and Release go on while a queue is paused.
+//
+// Retry with RetryParams.Snooze moves the job back like any retry
+// (sql/retry.sql, matched on id and token, so a stale holder's snooze
+// changes nothing and reports queue.ErrLeaseLost) but ready at now +
+// Delay on the database clock, with attempt and last_error as they were.
 //
 // # Testing without a server
 //

@@ -2,7 +2,9 @@ package mssql
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/migrations"
@@ -27,6 +30,9 @@ type Driver struct {
 	sql    statements
 	dedupe string // the dedupe table's name, as it appears in error messages
 	pause  pauseFunc
+	// rescueLock names the application lock that lets one rescue pass at a
+	// time run over this jobs_inflight table.
+	rescueLock string
 
 	lastRescue atomic.Int64 // unix nanoseconds of the last rescue from Claim
 	closed     atomic.Bool
@@ -56,8 +62,9 @@ func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
 	}
 	d := &Driver{
 		db: db, ownDB: own, cfg: cfg, sql: stmts,
-		dedupe: names.Prefix + "jobs_dedupe",
-		pause:  jitterPause,
+		dedupe:     names.Prefix + "jobs_dedupe",
+		pause:      jitterPause,
+		rescueLock: lockResource("rescue", names.Qualified(dialect.MSSQL, names.Prefix+"jobs_inflight")),
 	}
 	return queue.New(d, cfg.Config)
 }
@@ -217,7 +224,9 @@ func (d *Driver) enqueue(ctx context.Context, tx *sql.Tx, jobs []queue.NewJob) (
 	return ids, nil
 }
 
-// Stats counts the jobs of every queue, ordered by queue name.
+// Stats counts the jobs of every queue, ordered by queue name, and says
+// which are paused. Held jobs are those in jobs_inflight, where both
+// strategies put the jobs they claim.
 func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	rows, err := d.db.QueryContext(ctx, d.sql[sqlStats])
 	if err != nil {
@@ -228,7 +237,7 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	for rows.Next() {
 		var s queue.QueueStats
 		var ageMicros int64
-		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros); err != nil {
+		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused); err != nil {
 			return nil, classify("stats", d.dedupe, err)
 		}
 		s.OldestReadyAge = float64(ageMicros) / 1e6
@@ -241,20 +250,23 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 }
 
 // Rescue moves every job whose lease has expired back to its queue, in
-// statements of at most RescueBatch jobs, and returns how many it moved.
-// The run that lost its lease counts as a failed attempt; a job out of
-// attempts becomes dead. Claim runs one such statement at most every
-// quarter lease, so a deployment with claimers needs no other reaper; call
-// Rescue to return expired leases on a queue no one is claiming from.
+// passes of at most RescueBatch jobs, and returns how many it moved. The
+// run that lost its lease counts as a failed attempt; a job out of
+// attempts becomes dead. One pass at a time runs over a table, across all
+// processes: a pass that finds another one running (it holds the table's
+// application lock) moves nothing, and Rescue returns, leaving the rest to
+// the pass that runs. Claim runs one pass at most every quarter lease, so
+// a deployment with claimers needs no other reaper; call Rescue to return
+// expired leases on a queue no one is claiming from.
 func (d *Driver) Rescue(ctx context.Context) (int, error) {
 	if d.closed.Load() {
 		return 0, queue.ErrClosed
 	}
 	total := 0
 	for {
-		n, err := d.rescueOnce(ctx)
+		n, ran, err := d.rescueOnce(ctx)
 		total += n
-		if err != nil || n < RescueBatch {
+		if err != nil || !ran || n < RescueBatch {
 			return total, err
 		}
 	}
@@ -263,17 +275,38 @@ func (d *Driver) Rescue(ctx context.Context) (int, error) {
 // rescueError is last_error for a job whose lease expired.
 const rescueError = "dbq: lease expired before the job ended (claimer died, stalled or lost its connection)"
 
-func (d *Driver) rescueOnce(ctx context.Context) (int, error) {
-	res, err := d.db.ExecContext(ctx, d.sql[sqlRescue],
-		sql.Named("batch", RescueBatch), sql.Named("error", rescueError))
+// rescueOnce runs one rescue pass: it reports how many jobs it moved and
+// whether it ran at all, which it does not while another pass holds the
+// table's application lock.
+func (d *Driver) rescueOnce(ctx context.Context) (moved int, ran bool, err error) {
+	var granted, n int32
+	err = d.db.QueryRowContext(ctx, d.sql[sqlRescue], sql.Named("lock_resource", d.rescueLock),
+		sql.Named("batch", int32(RescueBatch)), sql.Named("error", rescueError)).Scan(&granted, &n)
 	if err != nil {
-		return 0, classify("rescue", d.dedupe, err)
+		return 0, false, classify("rescue", d.dedupe, err)
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return int(n), granted >= 0, nil
 }
 
-// maybeRescue runs one rescue statement when none has run for a quarter
+// maxLockResource is the longest application lock name sp_getapplock
+// takes: its @Resource is nvarchar(255), and a longer one is cut.
+const maxLockResource = 255
+
+// lockResource names an application lock of the dialect: "dbq." + what +
+// ":" + the quoted, qualified table it guards, so that each table has its
+// own. Application locks belong to the current database, so the database
+// needs no place in the name. A name that would be cut — none that valid
+// Names make — becomes a hash of itself instead, which stays distinct.
+func lockResource(what, table string) string {
+	r := "dbq." + what + ":" + table
+	if utf8.RuneCountInString(r) <= maxLockResource {
+		return r
+	}
+	sum := sha256.Sum256([]byte(r))
+	return "dbq." + what + ":sha256:" + hex.EncodeToString(sum[:])
+}
+
+// maybeRescue runs one rescue pass when none has run for a quarter
 // lease.
 func (d *Driver) maybeRescue(ctx context.Context) {
 	now := time.Now().UnixNano()
@@ -281,7 +314,7 @@ func (d *Driver) maybeRescue(ctx context.Context) {
 	if now-last < int64(d.cfg.Lease/4) || !d.lastRescue.CompareAndSwap(last, now) {
 		return
 	}
-	if n, err := d.rescueOnce(ctx); err != nil {
+	if n, _, err := d.rescueOnce(ctx); err != nil {
 		if ctx.Err() == nil && !errors.Is(err, queue.ErrNotMigrated) {
 			d.cfg.Logger.Warn("dbq: rescue of expired leases failed", "err", err)
 		}

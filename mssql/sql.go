@@ -26,6 +26,14 @@ const (
 	sqlAbandon      = "abandon"
 	sqlStats        = "stats"
 
+	sqlEnqueueUnique = "enqueue_unique"
+	sqlJobs          = "jobs"
+	sqlCancel        = "cancel"
+	sqlRetryDeadIDs  = "retry_dead_ids"
+	sqlRetryDeadAll  = "retry_dead_all"
+	sqlSetPaused     = "set_paused"
+	sqlPaused        = "paused"
+
 	sqlSavepoint         = "savepoint"
 	sqlRollbackSavepoint = "rollback_savepoint"
 )

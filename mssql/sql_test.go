@@ -26,7 +26,9 @@ func exampleRows(name, text string, n int) string {
 	case sqlEnqueue:
 		return withRows(text, n, "#", "q", "p", "pr", "ra", "ds", "dm", "ma", "dk")
 	case sqlRetry:
-		return withRows(text, n, "i", "t", "ds", "dm", "dd", "e")
+		return withRows(text, n, "i", "t", "ds", "dm", "dd", "sn", "e")
+	case sqlCancel, sqlRetryDeadIDs:
+		return withRows(text, n, "i")
 	}
 	return withRows(text, n, "i", "t")
 }
@@ -202,8 +204,28 @@ func answerOK(s sentStmt) fakeAnswer {
 			rows = append(rows, []driver.Value{id})
 		}
 		return fakeAnswer{rows: rows}
+	case sqlCancel, sqlRetryDeadIDs:
+		var rows [][]driver.Value
+		for i := 0; ; i++ {
+			id, ok := s.args[fmt.Sprint("i", i)]
+			if !ok {
+				break
+			}
+			rows = append(rows, []driver.Value{id})
+		}
+		return fakeAnswer{rows: rows}
+	case sqlRetryDeadAll:
+		return fakeAnswer{rows: [][]driver.Value{{int64(7)}, {int64(5)}}}
+	case sqlEnqueueUnique:
+		return fakeAnswer{rows: [][]driver.Value{{int64(42), false}}}
+	case sqlJobs:
+		return fakeAnswer{rows: [][]driver.Value{fakeListRow(3, "ready"), fakeListRow(4, "claimed")}}
+	case sqlPaused:
+		return fakeAnswer{rows: [][]driver.Value{{"a"}, {"b"}}}
+	case sqlRescue:
+		return fakeAnswer{rows: [][]driver.Value{{int64(0), int64(0)}}}
 	case sqlStats:
-		return fakeAnswer{rows: [][]driver.Value{{"q", int64(1), int64(2), int64(3), int64(4), int64(1_500_000)}}}
+		return fakeAnswer{rows: [][]driver.Value{{"q", int64(1), int64(2), int64(3), int64(4), int64(1_500_000), true}}}
 	}
 	return fakeAnswer{}
 }
@@ -257,8 +279,9 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 	for name, err := range map[string]error{
 		"Extend":   c.Extend(ctx, ls),
 		"Complete": c.Complete(ctx, ls[:1]),
-		"Retry":    c.Retry(ctx, []queue.RetryParams{{Lease: ls[1], Error: "boom", Delay: time.Minute, Dead: true}}),
-		"Release":  c.Release(ctx, []queue.Lease{held[2].Lease()}),
+		"Retry": c.Retry(ctx, []queue.RetryParams{{Lease: ls[1], Error: "boom", Delay: time.Minute, Dead: true},
+			{Lease: queue.Lease{ID: 101, Token: 9}, Delay: time.Second, Snooze: true}}),
+		"Release": c.Release(ctx, []queue.Lease{held[2].Lease()}),
 	} {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -268,6 +291,36 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := d.Rescue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The Admin statements, in the driver's transaction and the caller's.
+	if _, _, err := q.EnqueueUnique(ctx, nil, queue.NewJob{Queue: "q", DedupeKey: "u", RunAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	utx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := q.EnqueueUnique(ctx, utx, queue.NewJob{Queue: "q", DedupeKey: "u", Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	_ = utx.Rollback()
+	if _, err := q.Jobs(ctx, queue.JobFilter{Queue: "q", State: queue.StateDead, AfterID: 5, Limit: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Cancel(ctx, 1, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.RetryDead(ctx, "q", 4, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.RetryDead(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Pause(ctx, "q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Paused(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Claim(ctx, "q", 1); err != nil {

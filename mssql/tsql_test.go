@@ -143,12 +143,69 @@ func sqlOf(n any) string {
 		return b.String() + " END"
 	case *ast.SelectScalarExpression:
 		return sqlOf(n.Expression)
+	case *ast.SelectSetVariable:
+		return sqlOf(n.Variable) + " = " + sqlOf(n.Expression)
+	case *ast.BooleanNotExpression:
+		return "NOT " + sqlOf(n.Expression)
+	case *ast.ExistsPredicate:
+		return "EXISTS (" + querySummary(n.Subquery) + ")"
+	case *ast.NullLiteral:
+		return "NULL"
+	case *ast.UnaryExpression:
+		return map[string]string{"Negative": "-", "Positive": "+", "BitwiseNot": "~"}[n.UnaryExpressionType] + sqlOf(n.Expression)
+	case *ast.GlobalVariableExpression:
+		return n.Name
+	case *ast.CastCall:
+		return "CAST(" + sqlOf(n.Parameter) + " AS " + typeName(n.DataType) + ")"
+	case *ast.ConvertCall:
+		return "CONVERT(" + typeName(n.DataType) + ", " + sqlOf(n.Parameter) + ")"
+	case *ast.NextValueForExpression:
+		return "NEXT VALUE FOR " + n.SequenceName.BaseIdentifier.Value
 	case *ast.AssignmentSetClause:
 		return sqlOf(n.Column) + " = " + sqlOf(n.NewValue)
 	case *ast.ExpressionWithSortOrder:
 		return sqlOf(n.Expression)
 	}
 	return fmt.Sprintf("<%T>", n)
+}
+
+// typeName prints a data type as T-SQL spells it: BIGINT, DATETIME2(6).
+func typeName(t ast.DataTypeReference) string {
+	d, ok := t.(*ast.SqlDataTypeReference)
+	if !ok {
+		return fmt.Sprintf("<%T>", t)
+	}
+	s := strings.ToUpper(d.SqlDataTypeOption)
+	if len(d.Parameters) > 0 {
+		s += "(" + strings.Join(sqlOfAll(d.Parameters), ", ") + ")"
+	}
+	return s
+}
+
+// querySummary prints a simple subquery in one canonical form:
+// "SELECT 1 FROM queues AS p WHERE p.paused = 1 AND p.queue = @queue",
+// its tables as tableRef prints them and its conditions sorted.
+func querySummary(q ast.QueryExpression) string {
+	spec, ok := q.(*ast.QuerySpecification)
+	if !ok {
+		return fmt.Sprintf("<%T>", q)
+	}
+	s := "SELECT " + strings.Join(sqlOfAll(spec.SelectElements), ", ")
+	if spec.FromClause != nil {
+		var from []string
+		for _, r := range spec.FromClause.TableReferences {
+			if n, ok := r.(*ast.NamedTableReference); ok {
+				from = append(from, tableRef(n))
+			} else {
+				from = append(from, fmt.Sprintf("<%T>", r))
+			}
+		}
+		s += " FROM " + strings.Join(from, ", ")
+	}
+	if spec.WhereClause != nil {
+		s += " WHERE " + strings.Join(conjuncts(spec.WhereClause.SearchCondition), " AND ")
+	}
+	return s
 }
 
 func sqlOfAll[T any](xs []T) []string {
@@ -320,6 +377,56 @@ func (c *checker) table(what string, r ast.TableReference, name, alias string, h
 	c.eq(what, tableRef(n), want)
 }
 
+// setOn checks that stmts are SET <option> ON statements for options, in
+// order.
+func (c *checker) setOn(stmts []ast.Statement, options ...string) {
+	var got []string
+	for _, s := range stmts {
+		p, ok := s.(*ast.PredicateSetStatement)
+		if !ok {
+			got = append(got, fmt.Sprintf("<%T>", s))
+			continue
+		}
+		if !p.IsOn {
+			c.errorf("SET %s OFF, want ON", p.Options)
+		}
+		got = append(got, p.Options)
+	}
+	c.eq("SET options", got, options)
+}
+
+// applock checks that s is EXEC <ret> = sys.sp_getapplock with exactly
+// the named arguments args (name → value as sqlOf prints it).
+func (c *checker) applock(what string, s ast.Statement, ret string, args map[string]string) {
+	e, ok := s.(*ast.ExecuteStatement)
+	if !ok || e.ExecuteSpecification == nil {
+		c.errorf("%s: a %T, want EXEC", what, s)
+		return
+	}
+	spec := e.ExecuteSpecification
+	c.eq(what+" return code into", sqlOf(spec.Variable), ret)
+	p, ok := spec.ExecutableEntity.(*ast.ExecutableProcedureReference)
+	if !ok || p.ProcedureReference == nil || p.ProcedureReference.ProcedureReference == nil {
+		c.errorf("%s: not a procedure call", what)
+		return
+	}
+	name := p.ProcedureReference.ProcedureReference.Name
+	proc := strings.ToLower(name.BaseIdentifier.Value)
+	if name.SchemaIdentifier != nil {
+		proc = strings.ToLower(name.SchemaIdentifier.Value) + "." + proc
+	}
+	c.eq(what+" procedure", proc, "sys.sp_getapplock")
+	got := map[string]string{}
+	for _, a := range p.Parameters {
+		if a.Variable == nil {
+			c.errorf("%s: positional argument %s; name every one", what, sqlOf(a.ParameterValue))
+			continue
+		}
+		got[a.Variable.Name] = sqlOf(a.ParameterValue)
+	}
+	c.eq(what+" arguments", got, args)
+}
+
 // columns are the columns of each table of the migration, in order.
 var columns = sync.OnceValues(func() (map[string][]string, error) {
 	fsys, err := migrations.FS(dialect.MSSQL, testNames)
@@ -431,8 +538,13 @@ const leaseExpr = "DATEADD(millisecond, @lease_ms, DATEADD(second, @lease_s, SYS
 var claimOutput = []string{"deleted.id", "deleted.queue", "deleted.payload", "deleted.priority", "deleted.run_at",
 	"deleted.attempt", "deleted.max_attempts", "deleted.last_error", "deleted.dedupe_key", "deleted.created_at", leaseExpr}
 
-// readyPredicate is the claimable-job condition of the claim's read.
-var readyPredicate = []string{"queue = @queue", "run_at <= SYSUTCDATETIME()", "state = 'ready'"}
+// notPaused is the claim's check that its queue is not paused: one probe
+// of the queues table's primary key, by the bound queue name.
+const notPaused = "NOT EXISTS (SELECT 1 FROM queues AS p WHERE p.paused = 1 AND p.queue = @queue)"
+
+// readyPredicate is the claimable-job condition of the claim's read
+// (sorted, as conjuncts returns it).
+var readyPredicate = []string{notPaused, "queue = @queue", "run_at <= SYSUTCDATETIME()", "state = 'ready'"}
 
 // specs says what each statement must be.
 var specs = map[string]func(c *checker, stmts []ast.Statement){
@@ -443,7 +555,8 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 		// on a locked row and finds its rows by seeking, the inner read
 		// skips locked rows.
 		c.eq("table references", tableRefs(stmts[0]), []string{
-			"alias j", "jobs AS j WITH (forceseek, nowait, rowlock)", "jobs WITH (readcommittedlock, readpast)", "jobs_inflight"})
+			"alias j", "jobs AS j WITH (forceseek, nowait, rowlock)", "jobs WITH (readcommittedlock, readpast)", "jobs_inflight",
+			"queues AS p"})
 		c.top("DELETE", d.top, "@n")
 		c.table("DELETE target", d.target, "alias j", "")
 		if d.from == nil || len(d.from.TableReferences) != 1 {
@@ -515,7 +628,7 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 		c.eq("statements", kinds(stmts), []string{"DeleteStatement"})
 		d, _ := dmlOf(stmts[0])
 		c.eq("table references", tableRefs(stmts[0]), []string{
-			"alias picked", "jobs WITH (readcommittedlock, readpast, rowlock, updlock)", "jobs_inflight"})
+			"alias picked", "jobs WITH (readcommittedlock, readpast, rowlock, updlock)", "jobs_inflight", "queues AS p"})
 		c.table("DELETE target", d.target, "alias picked", "")
 		if d.ctes == nil || len(d.ctes.CommonTableExpressions) != 1 || d.ctes.CommonTableExpressions[0].ExpressionName.Value != "picked" {
 			c.errorf("want WITH picked AS (...)")
@@ -588,12 +701,14 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 		c.eq("statements", kinds(stmts), []string{"DeleteStatement"})
 		d, _ := dmlOf(stmts[0])
 		c.eq("table references", tableRefs(stmts[0]), []string{"alias f", "jobs", "jobs_inflight AS f WITH (forceseek, rowlock)"})
-		c.leaseJoin("retry", d, "id", "token", "delay_s", "delay_ms", "dead", "error")
+		c.leaseJoin("retry", d, "id", "token", "delay_s", "delay_ms", "dead", "snooze", "error")
+		// A snooze keeps attempt and last_error and is never dead.
 		c.moves("retry", d.into, "jobs", map[string]string{
-			"run_at":     "DATEADD(millisecond, l.delay_ms, DATEADD(second, l.delay_s, SYSUTCDATETIME()))",
-			"attempt":    "deleted.attempt + 1",
-			"state":      "CASE WHEN l.dead = 1 OR deleted.attempt + 1 >= deleted.max_attempts THEN 'dead' ELSE 'ready' END",
-			"last_error": "l.error",
+			"run_at":  "DATEADD(millisecond, l.delay_ms, DATEADD(second, l.delay_s, SYSUTCDATETIME()))",
+			"attempt": "CASE WHEN l.snooze = 1 THEN deleted.attempt ELSE deleted.attempt + 1 END",
+			"state": "CASE WHEN l.snooze = 1 THEN 'ready'" +
+				" WHEN l.dead = 1 OR deleted.attempt + 1 >= deleted.max_attempts THEN 'dead' ELSE 'ready' END",
+			"last_error": "CASE WHEN l.snooze = 1 THEN deleted.last_error ELSE l.error END",
 		})
 		if d.out == nil {
 			c.errorf("no OUTPUT of the ids moved")
@@ -626,9 +741,57 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 		}
 	},
 	sqlRescue: func(c *checker, stmts []ast.Statement) {
-		c.eq("statements", kinds(stmts), []string{"DeleteStatement"})
-		d, _ := dmlOf(stmts[0])
-		c.eq("table references", tableRefs(stmts[0]), []string{"jobs", "jobs_inflight WITH (readcommittedlock, readpast, rowlock)"})
+		// One pass at a time: when an expired lease is there to move, the
+		// DELETE runs only if the application lock was granted at once, in
+		// the transaction that owns the lock.
+		c.eq("statements", kinds(stmts), []string{"PredicateSetStatement", "PredicateSetStatement",
+			"DeclareVariableStatement", "DeclareVariableStatement", "IfStatement", "SelectStatement"})
+		if len(stmts) != 6 {
+			return
+		}
+		c.setOn(stmts[:2], "NoCount", "XactAbort")
+		var decl []string
+		for _, d := range find[*ast.DeclareVariableElement](stmts[2:4]) {
+			decl = append(decl, d.VariableName.Value+" = "+sqlOf(d.Value))
+		}
+		c.eq("declared", decl, []string{"@granted = 0", "@moved = 0"})
+		if q := selectOf(stmts[5]); q == nil {
+			c.errorf("rescue: the result is not a plain SELECT")
+		} else {
+			c.eq("result", sqlOfAll(q.SelectElements), []string{"@granted", "@moved"})
+		}
+		due := stmts[4].(*ast.IfStatement)
+		c.eq("look first", sqlOf(due.Predicate),
+			"EXISTS (SELECT 1 FROM jobs_inflight WITH (readcommittedlock, readpast) WHERE claimed_until < SYSUTCDATETIME())")
+		pass, ok := due.ThenStatement.(*ast.BeginEndBlockStatement)
+		if !ok || pass.StatementList == nil || due.ElseStatement != nil {
+			c.errorf("rescue: IF EXISTS ... is not BEGIN ... END")
+			return
+		}
+		c.eq("pass", kinds(pass.StatementList.Statements), []string{"BeginTransactionStatement", "ExecuteStatement",
+			"IfStatement", "CommitTransactionStatement"})
+		if len(pass.StatementList.Statements) != 4 {
+			return
+		}
+		c.applock("rescue lock", pass.StatementList.Statements[1], "@granted", map[string]string{
+			"@Resource": "@lock_resource", "@LockMode": "'Exclusive'", "@LockOwner": "'Transaction'", "@LockTimeout": "0"})
+		ifs := pass.StatementList.Statements[2].(*ast.IfStatement)
+		c.eq("IF", sqlOf(ifs.Predicate), "@granted >= 0")
+		if ifs.ElseStatement != nil {
+			c.errorf("rescue: an ELSE branch")
+		}
+		block, ok := ifs.ThenStatement.(*ast.BeginEndBlockStatement)
+		if !ok || block.StatementList == nil || len(block.StatementList.Statements) != 2 {
+			c.errorf("rescue: IF ... THEN is not BEGIN DELETE; SET END")
+			return
+		}
+		body := block.StatementList.Statements
+		c.eq("granted", kinds(body), []string{"DeleteStatement", "SetVariableStatement"})
+		if set, ok := body[1].(*ast.SetVariableStatement); ok {
+			c.eq("moved", sqlOf(set.Variable)+" = "+sqlOf(set.Expression), "@moved = @@ROWCOUNT")
+		}
+		d, _ := dmlOf(body[0])
+		c.eq("table references", tableRefs(body[0]), []string{"jobs", "jobs_inflight WITH (readcommittedlock, readpast, rowlock)"})
 		c.top("DELETE", d.top, "@batch")
 		c.table("DELETE target", d.target, "jobs_inflight", "", "readpast", "rowlock", "readcommittedlock")
 		c.moves("rescue", d.into, "jobs", map[string]string{
@@ -723,7 +886,17 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 	},
 	sqlStats: func(c *checker, stmts []ast.Statement) {
 		c.eq("statements", kinds(stmts), []string{"SelectStatement"})
-		c.eq("table references", tableRefs(stmts), []string{"jobs", "jobs_inflight"})
+		c.eq("table references", tableRefs(stmts), []string{"jobs", "jobs_inflight", "queues AS p"})
+		if len(stmts) != 1 {
+			return
+		}
+		q, ok := stmts[0].(*ast.SelectStatement).QueryExpression.(*ast.QuerySpecification)
+		if !ok || len(q.SelectElements) != 7 {
+			c.errorf("want 7 columns: queue, four counts, age, paused")
+			return
+		}
+		c.eq("paused", sqlOf(q.SelectElements[6]),
+			"CAST(CASE WHEN EXISTS (SELECT 1 FROM queues AS p WHERE p.paused = 1 AND p.queue = s.queue) THEN 1 ELSE 0 END AS BIT)")
 	},
 	sqlSavepoint: func(c *checker, stmts []ast.Statement) {
 		c.eq("statements", kinds(stmts), []string{"SaveTransactionStatement"})
@@ -737,13 +910,15 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 	},
 }
 
-var paramRe = regexp.MustCompile(`@[A-Za-z_][A-Za-z0-9_]*`)
+// paramRe matches an @name that is not part of an @@name.
+var paramRe = regexp.MustCompile(`(?:^|[^@\w])@([A-Za-z_][A-Za-z0-9_]*)`)
 
 // checkSQL parses the text of statement name as sent and checks it
 // against its spec, then checks properties every statement must have:
 // each VALUES row is as wide as its column list, and when args is not nil,
 // the statement's @parameters are exactly the arguments sent with it
-// (besides the table variables it declares).
+// (besides the variables it declares and the names of a procedure's
+// parameters, as in EXEC sp_getapplock @Resource = ...).
 func checkSQL(name, text string, args map[string]any) error {
 	c := &checker{name: name}
 	stmts, err := parseBatch(text)
@@ -767,10 +942,18 @@ func checkSQL(name, text string, args map[string]any) error {
 		for _, d := range find[*ast.DeclareTableVariableBody](stmts) {
 			declared[d.VariableName.Value] = true
 		}
+		for _, d := range find[*ast.DeclareVariableElement](stmts) {
+			declared[d.VariableName.Value] = true
+		}
+		for _, p := range find[*ast.ExecuteParameter](stmts) {
+			if p.Variable != nil {
+				declared[p.Variable.Name] = true
+			}
+		}
 		used := map[string]bool{}
-		for _, p := range paramRe.FindAllString(text, -1) {
-			if !declared[p] {
-				used[strings.TrimPrefix(p, "@")] = true
+		for _, m := range paramRe.FindAllStringSubmatch(text, -1) {
+			if !declared["@"+m[1]] {
+				used[m[1]] = true
 			}
 		}
 		var missing, unused []string

@@ -17,6 +17,8 @@
 -- named in FROM, where FORCESEEK is allowed (as in Hangfire's dequeue). The
 -- outer WHERE checks state and run_at again because a row can be claimed
 -- and retried with a later run_at between the read and the delete.
+-- A paused queue (its row in queues says so: one primary-key probe, in the
+-- same statement) yields nothing.
 DELETE TOP (@n) j
 OUTPUT deleted.id, deleted.queue, deleted.payload, deleted.priority, deleted.run_at,
        deleted.attempt, deleted.max_attempts, deleted.last_error, deleted.dedupe_key, deleted.created_at,
@@ -34,6 +36,8 @@ WHERE j.id IN (
             SELECT TOP (@window) id
             FROM {{table "jobs"}} WITH (READPAST, READCOMMITTEDLOCK)
             WHERE queue = @queue AND state = 'ready' AND run_at <= SYSUTCDATETIME()
+              AND NOT EXISTS (SELECT 1 FROM {{table "queues"}} AS p
+                              WHERE p.queue = @queue AND p.paused = 1)
             ORDER BY priority, run_at, id
         ) AS r
         ORDER BY CHECKSUM(NEWID())

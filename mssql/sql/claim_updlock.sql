@@ -5,12 +5,15 @@
 -- read committed snapshot (READCOMMITTEDLOCK, as NServiceBus.SqlServer
 -- added in 2024, PR #1277, and Rebus.SqlServer issue #35 asks); the same
 -- statement moves them into jobs_inflight under lease token @token and
--- returns them.
+-- returns them. A paused queue (its row in queues says so: one primary-key
+-- probe, in the same statement) yields nothing.
 WITH picked AS (
     SELECT TOP (@n) id, queue, payload, priority, run_at,
            attempt, max_attempts, last_error, dedupe_key, created_at
     FROM {{table "jobs"}} WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     WHERE queue = @queue AND state = 'ready' AND run_at <= SYSUTCDATETIME()
+      AND NOT EXISTS (SELECT 1 FROM {{table "queues"}} AS p
+                      WHERE p.queue = @queue AND p.paused = 1)
     ORDER BY priority, run_at, id
 )
 DELETE FROM picked
