@@ -73,7 +73,16 @@
 // A missing table or schema is queue.ErrNotMigrated, a dedupe collision
 // queue.ErrDuplicate, and serialization failures, deadlocks and lock
 // timeouts (40001, 40P01, 55P03) a *dialect.RetryableError; each wraps the
-// *pgconn.PgError. A context that ends during a claim stops the statement
+// *pgconn.PgError. A dedupe key PostgreSQL text cannot hold (a NUL byte,
+// invalid UTF-8) is refused as queue.ErrInvalidJob before anything is sent;
+// the server's own 22021 and 22P05 map to the same error.
+//
+// # Moving jobs
+//
+// The Driver is a queue.Mover (package move): an export batch takes its
+// rows with FOR UPDATE SKIP LOCKED and their advisory keys with
+// pg_try_advisory_xact_lock, so neither kind of claimer takes them while
+// they move, and jobs either kind holds are passed over. A context that ends during a claim stops the statement
 // with a cancel request rather than by closing the connection (pgx's
 // default), so an advisory claimer keeps the locks of the jobs it is
 // running, and a claim either took effect and returns its jobs or left
