@@ -140,12 +140,20 @@ func (c *Claimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.
 	}
 
 	if c.d.rescueDue(queueName) {
-		if err := c.withConn(ctx, func(cn *sql.Conn) error {
+		// One bounded pass, under the table's rescue lock: when another
+		// session holds it, that session is rescuing and this claim skips.
+		err := c.withConn(ctx, func(cn *sql.Conn) error {
 			step, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
 			defer cancel()
-			_, err := c.d.rescueOnce(step, cn, queueName)
-			return err
-		}); err != nil && !errors.Is(err, queue.ErrNotMigrated) {
+			return c.d.withRescueLock(step, cn, func() error {
+				_, err := c.d.rescueOnce(step, cn, queueName)
+				return err
+			})
+		})
+		switch {
+		case errors.Is(err, ErrRescueBusy):
+			c.d.log.Debug("dbq: mysql: rescue skipped, another session holds the rescue lock", "queue", queueName)
+		case err != nil && !errors.Is(err, queue.ErrNotMigrated):
 			c.d.log.Warn("dbq: mysql: rescue of expired leases failed", "err", err)
 		}
 	}
@@ -222,7 +230,7 @@ func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int) 
 	if d.replica != nil {
 		src = d.replica
 	}
-	cand, err := dialect.QueryIDs(step, src, d.stmts.get(sqlClaimCandidates, 0), q, window)
+	cand, err := dialect.QueryIDs(step, src, d.stmts.get(sqlClaimCandidates, 0), q, q, window)
 	if err != nil {
 		return nil, false, d.classify("claim candidates", err)
 	}
@@ -304,12 +312,12 @@ func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int) 
 
 // lock runs claim_lock.sql on ids and reads the rows it locked.
 func (c *Claimer) lock(ctx context.Context, tx *sql.Tx, ids []int64, q string, leaseUS int64) ([]*queue.Job, time.Time, error) {
-	args := make([]any, 0, len(ids)+2)
+	args := make([]any, 0, len(ids)+3)
 	args = append(args, leaseUS)
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	args = append(args, q)
+	args = append(args, q, q)
 	rows, err := tx.QueryContext(ctx, c.d.stmts.get(sqlClaimLock, len(ids)), args...)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -438,7 +446,10 @@ func (c *Claimer) Extend(ctx context.Context, leases []queue.Lease) error {
 }
 
 // Retry records failed runs: attempt+1, run_at = now + Delay, the error
-// kept; a job out of attempts, or marked Dead, becomes dead.
+// kept; a job out of attempts, or marked Dead, becomes dead. A Snooze
+// makes the job ready again at now + Delay with its attempt and last_error
+// as they were (Error and Dead are ignored). Either way the lease's token
+// must still be the job's.
 func (c *Claimer) Retry(ctx context.Context, retries []queue.RetryParams) error {
 	byLease := make(map[queue.Lease]queue.RetryParams, len(retries))
 	leases := make([]queue.Lease, len(retries))
@@ -450,15 +461,33 @@ func (c *Claimer) Retry(ctx context.Context, retries []queue.RetryParams) error 
 		byLease[r.Lease] = r
 	}
 	return c.settle(ctx, "retry", leases, func(ls []queue.Lease) (string, []any) {
-		args := make([]any, 0, 9*len(ls))
+		args := make([]any, 0, 11*len(ls))
 		for _, l := range ls {
-			args = append(args, l.ID, byLease[l].Dead)
+			mode := "retry"
+			switch r := byLease[l]; {
+			case r.Snooze:
+				mode = "snooze"
+			case r.Dead:
+				mode = "dead"
+			}
+			args = append(args, l.ID, mode)
 		}
 		for _, l := range ls {
 			args = append(args, l.ID, micros(byLease[l].Delay))
 		}
 		for _, l := range ls {
-			args = append(args, l.ID, truncateError(byLease[l].Error))
+			var msg any // NULL keeps last_error
+			if r := byLease[l]; !r.Snooze {
+				msg = truncateError(r.Error)
+			}
+			args = append(args, l.ID, msg)
+		}
+		for _, l := range ls {
+			inc := 1
+			if byLease[l].Snooze {
+				inc = 0
+			}
+			args = append(args, l.ID, inc)
 		}
 		return c.d.stmts.get(sqlRetry, len(ls)), leaseArgs(args, ls)
 	})

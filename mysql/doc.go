@@ -7,6 +7,9 @@
 //	// or, on a *sql.DB of your own:
 //	q, err := mysql.New(db, mysql.Config{Replica: replicaDB})
 //
+// The Driver implements queue.Admin as well (unique enqueue, listing,
+// cancel, reviving dead jobs, pause), and its claimers snooze.
+//
 // # The claim
 //
 // A claim of up to n jobs from queue q runs three steps on the claimer's
@@ -17,7 +20,8 @@
 //     set" holds by construction; optionally on Config.Replica): the ids
 //     of the first W ready jobs of q in (priority, run_at, id) order, a
 //     covering range scan of the claim index (queue, state, priority,
-//     run_at, id) that stops at LIMIT W.
+//     run_at, id) that stops at LIMIT W. A paused queue has none (see
+//     Pause), so its claim opens no transaction.
 //  2. In a READ COMMITTED transaction, a sample of k of those ids is locked
 //     by primary key: SELECT … WHERE id IN (…) AND queue = q AND state =
 //     'ready' AND run_at <= UTC_TIMESTAMP(6) FOR UPDATE SKIP LOCKED. Rows
@@ -25,7 +29,8 @@
 //     no longer ready (stale candidates) fail the WHERE and their lock is
 //     dropped at once. The statement reads the whole rows and the new
 //     lease's end on the database clock, so no read-back is needed (MySQL
-//     has no UPDATE … RETURNING).
+//     has no UPDATE … RETURNING). It checks the pause again, on the
+//     primary.
 //  3. UPDATE … SET state = 'claimed', claim_token, claimed_until WHERE id IN
 //     (the locked ids); COMMIT. The transaction is committed even when it
 //     locked nothing.
@@ -124,6 +129,22 @@
 // per Queue; [Driver.Rescue] does all queues to completion. A holder whose
 // lease expired but was not yet rescued may still end or extend it.
 //
+// One session at a time rescues a table, whatever the number of processes:
+// a rescue first takes the table's user lock, GET_LOCK(name, 0), on the
+// session it runs on (the claimer's own connection for Claim's pass, a
+// connection taken from the pool for Rescue), and RELEASE_LOCK on the same
+// session afterwards. The name is "dbq_rescue:" and the database and table
+// names, or a SHA-256 digest of them when that would pass GET_LOCK's 64
+// characters; user locks are server-wide, so it names the database too.
+// The timeout is 0: when another session holds the lock, Claim skips its
+// pass (the holder is doing the work) and Rescue returns [ErrRescueBusy]
+// having changed nothing. A rescuer that dies loses the lock with its
+// session; a session whose RELEASE_LOCK fails is closed rather than
+// pooled, so no lock outlives its pass. On a server that refuses user locks
+// (Galera, error 1235) rescues run without it, as they safely can: the
+// lock saves repeated work, while SKIP LOCKED on the rows is what keeps
+// two rescues from giving back the same lease twice.
+//
 // # Enqueue and ids
 //
 // Each batch of up to 1000 jobs is one multi-row INSERT, a "simple insert"
@@ -141,15 +162,57 @@
 // LAST_INSERT_ID() reads their ids back in order. A test checks every
 // returned id against its row under concurrent producers, both ways.
 //
+// # Unique enqueue
+//
+// EnqueueUnique is one INSERT … ON DUPLICATE KEY UPDATE whose update
+// branch changes no column and only sets LAST_INSERT_ID(-id): the
+// statement's insert id is then the new job's id (positive) or the
+// existing job's negated, which tells the two apart whatever the DSN's
+// clientFoundRows makes of the affected-row count. A collision raises no
+// error, so the caller's *sql.Tx goes on, and the existing job's id comes
+// from the row the statement found, with no second look-up for the job to
+// vanish before. ON DUPLICATE KEY UPDATE rather than INSERT IGNORE, which
+// would also turn data errors (a value too long, a bad date) into
+// warnings. Like any insert that meets a unique key, it locks the existing
+// job's row until its transaction ends, and it leaves the session's
+// LAST_INSERT_ID() meaningless.
+//
+// # Pause, snooze and admin
+//
+// A paused queue has a row in the queues table (migration 00002) with
+// paused true; SetPaused upserts it. Claim probes that row by primary key
+// in its candidate select (on the claimer's session or the replica) and
+// again in its locking select (on the primary, inside the claim's READ
+// COMMITTED transaction). Both probes are subqueries of the claim's own
+// statements, so a pause costs no round trip, and the second is a plain
+// consistent read of a nested subquery: it locks nothing, so claimers of
+// a queue never contend on its row. Stats reports the flag per queue;
+// enqueue, complete, retry and release go on while a queue is paused.
+//
+// A snooze (Retry with RetryParams.Snooze, what queue.Snooze makes a
+// Worker do) is a row of the retry statement with its own mode: ready
+// again at now + Delay on the database clock, attempt and last_error
+// unchanged, Error and Dead ignored, matched on the lease's token like
+// every other Retry.
+//
+// Jobs pages in id order through the primary key, or for one queue's dead
+// jobs through the claim index; each filter is fixed text with its value
+// as a bind parameter. Cancel and RetryDead lock their rows by primary key
+// in a READ COMMITTED transaction (waiting, within the lock wait timeout,
+// for a claim looking at them, then re-reading them) and delete or update
+// them by primary key; Cancel leaves claimed jobs to their holders, and
+// RetryDead of a whole queue works in batches of 1000.
+//
 // # Errors
 //
 // 1146 (no such table), 1176 (no such index) and 1049 (no such database)
 // are queue.ErrNotMigrated, naming `dbq migrate up`. 1213 (deadlock), 1205
 // (lock wait timeout; also MariaDB's NOWAIT), 3572 (MySQL's NOWAIT), 3058
 // (MySQL's user-lock deadlock) and 1020 (MariaDB's
-// innodb_snapshot_isolation) are a *dialect.RetryableError; Claim and the
-// lease operations retry them up to five times with jittered backoff
-// before returning one. (MariaDB implements SKIP LOCKED as a lock wait
+// innodb_snapshot_isolation) are a *dialect.RetryableError; Claim, the
+// lease operations and the driver's own statements retry them up to five
+// times with jittered backoff before returning one (EnqueueUnique in a
+// caller's transaction does not: a deadlock rolled the transaction back). (MariaDB implements SKIP LOCKED as a lock wait
 // that times out at once, and runs deadlock detection on it first: two
 // claims that each hold rows the other is skipping over can still get
 // 1213. Seen a few times per 100,000 jobs at most; the retry absorbs it.)
@@ -178,8 +241,9 @@
 //
 // Each Claimer holds one connection (READ UNCOMMITTED for its plain reads,
 // innodb_lock_wait_timeout = Config.LockWaitTimeout) for its claims and
-// rescue passes, and replaces it if the server ends it. Complete, Retry,
-// Release, Extend, Enqueue and Stats use the pool. Open sets parseTime,
+// rescue passes, and replaces it if the server ends it. Rescue takes one
+// from the pool for its run. Complete, Retry, Release, Extend, Enqueue,
+// Stats and the admin methods use the pool. Open sets parseTime,
 // loc=UTC, interpolateParams (one round trip per statement instead of
 // prepare-execute-close), rejectReadOnly, READ COMMITTED and the lock wait
 // timeout on every session of its pool; with New, pass

@@ -25,6 +25,7 @@ const (
 	erUserLockDL      = 3058 // ER_USER_LOCK_DEADLOCK: MySQL 8's GET_LOCK deadlock
 	erQueryKilled     = 1317 // ER_QUERY_INTERRUPTED
 	erConnKilled      = 1927 // ER_CONNECTION_KILLED (MariaDB)
+	erNotSupportedYet = 1235 // ER_NOT_SUPPORTED_YET: e.g. GET_LOCK on Galera
 )
 
 // classify turns a driver error into the dbq error a caller can act on:

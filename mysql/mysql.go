@@ -2,8 +2,10 @@ package mysql
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -96,9 +98,9 @@ func (c Config) validate() error {
 // statement, one rescue pass.
 const maxList = 5000
 
-// Driver is the MySQL [queue.Driver]. Get it from a Queue with
-// q.Driver().(*mysql.Driver) for what only this dialect has: [Driver.Server],
-// [Driver.Rescue], [Driver.EmptyLocks].
+// Driver is the MySQL [queue.Driver] and [queue.Admin]. Get it from a Queue
+// with q.Driver().(*mysql.Driver) for what only this dialect has:
+// [Driver.Server], [Driver.Rescue], [Driver.EmptyLocks].
 type Driver struct {
 	db      *sql.DB
 	replica *sql.DB
@@ -121,7 +123,13 @@ type Driver struct {
 	idsByMarker bool
 	epoch       time.Time
 	lastRescue  sync.Map // queue -> *atomic.Int64: its last rescue pass, ns after epoch (0: none yet)
-	closed      atomic.Bool
+	// rescueLock names the GET_LOCK that makes one session at a time
+	// rescue this table (see rescueLockName).
+	rescueLock string
+	noLockOnce sync.Once // logs that the server refuses GET_LOCK
+	// inRescue, when set (tests), runs while a rescue holds the lock.
+	inRescue func()
+	closed   atomic.Bool
 }
 
 var _ queue.Driver = (*Driver)(nil)
@@ -164,9 +172,14 @@ func newDriver(ctx context.Context, db *sql.DB, cfg Config, own bool) (*Driver, 
 		db: db, replica: cfg.Replica, own: own, cfg: cfg, log: cfg.Logger,
 		stmts: stmts, epoch: time.Now(),
 	}
-	if d.server, err = readServer(ctx, db, stmts); err != nil {
+	var database string
+	if d.server, database, err = readServer(ctx, db, stmts); err != nil {
 		return nil, err
 	}
+	if n := cfg.Names(); n.Schema != "" {
+		database = n.Schema
+	}
+	d.rescueLock = rescueLockName(database, cfg.Names().Jobs())
 	d.idsByMarker = d.server.AutoincLockMode >= 2
 	ids := "LAST_INSERT_ID() + i*auto_increment_increment"
 	if d.idsByMarker {
@@ -178,25 +191,28 @@ func newDriver(ctx context.Context, db *sql.DB, cfg Config, own bool) (*Driver, 
 	return d, nil
 }
 
-func readServer(ctx context.Context, db *sql.DB, stmts *statements) (Server, error) {
+// readServer reads what the dialect needs to know about the server, and
+// the session's default database ("" when none is selected).
+func readServer(ctx context.Context, db *sql.DB, stmts *statements) (Server, string, error) {
 	var (
-		version string
-		s       Server
+		version  string
+		database sql.NullString
+		s        Server
 	)
 	err := db.QueryRowContext(ctx, stmts.get(sqlServer, 0)).Scan(&version, &s.AutoincLockMode,
-		&s.AutoincIncrement, &s.MaxAllowedPacket)
+		&s.AutoincIncrement, &s.MaxAllowedPacket, &database)
 	if err != nil {
-		return s, fmt.Errorf("dbq: mysql: reading the server version: %w", err)
+		return s, "", fmt.Errorf("dbq: mysql: reading the server version: %w", err)
 	}
 	v, err := parseVersion(version)
 	if err != nil {
-		return s, err
+		return s, "", err
 	}
 	v.AutoincLockMode, v.AutoincIncrement, v.MaxAllowedPacket = s.AutoincLockMode, s.AutoincIncrement, s.MaxAllowedPacket
 	if v.AutoincIncrement < 1 {
 		v.AutoincIncrement = 1
 	}
-	return v, v.check()
+	return v, database.String, v.check()
 }
 
 // Open connects to the MySQL or MariaDB server named by dsn, in either the
@@ -224,7 +240,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 		probe.Close()
 		return nil, err
 	}
-	srv, err := readServer(ctx, probe, stmts)
+	srv, _, err := readServer(ctx, probe, stmts)
 	probe.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%w (dsn %s)", err, dialect.Redact(dsn))
@@ -511,7 +527,7 @@ func (d *Driver) insert(ctx context.Context, ex execQuerier, jobs []queue.NewJob
 	return ids, nil
 }
 
-// Stats counts jobs per queue.
+// Stats counts jobs per queue and says which of them are paused.
 func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
@@ -525,7 +541,7 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	for rows.Next() {
 		var s queue.QueueStats
 		var ageMicros int64
-		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros); err != nil {
+		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused); err != nil {
 			return nil, d.classify("stats", err)
 		}
 		s.OldestReadyAge = float64(ageMicros) / 1e6
@@ -534,47 +550,125 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	return out, d.classify("stats", rows.Err())
 }
 
+// ErrRescueBusy: a rescue was skipped because another session — most
+// likely another process's — holds the table's rescue lock and is
+// rescuing it now. Nothing was changed; the jobs whose leases expired are
+// that session's to give back.
+var ErrRescueBusy = errors.New("dbq: mysql: rescue skipped: another session is rescuing this table")
+
 // Rescue gives back every job whose lease has expired — its holder died or
 // stalled without Extend — in every queue, and returns how many. Each
 // counts as a failed run: attempt+1, last_error says so, and a job out of
 // attempts is dead. Claim runs one bounded pass over its own queue at most
 // every Lease/4 by itself; call Rescue from a cron or the CLI to do it for
-// all queues now.
+// all queues now. One session at a time rescues a table: while another
+// holds its rescue lock, Rescue changes nothing and returns ErrRescueBusy.
 func (d *Driver) Rescue(ctx context.Context) (int, error) {
 	if d.closed.Load() {
 		return 0, queue.ErrClosed
 	}
-	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlRescueQueues, 0))
+	cn, err := d.db.Conn(ctx)
 	if err != nil {
 		return 0, d.classify("rescue", err)
 	}
+	defer cn.Close()
+	total := 0
+	err = d.withRescueLock(ctx, cn, func() error {
+		queues, err := d.rescueQueues(ctx, cn)
+		if err != nil {
+			return err
+		}
+		for _, q := range queues {
+			for {
+				n, err := d.rescueOnce(ctx, cn, q)
+				total += n
+				if err != nil {
+					return err
+				}
+				if n < d.cfg.RescueBatch {
+					break
+				}
+			}
+		}
+		return nil
+	})
+	return total, err
+}
+
+// rescueQueues lists the queues that have jobs.
+func (d *Driver) rescueQueues(ctx context.Context, cn *sql.Conn) ([]string, error) {
+	rows, err := cn.QueryContext(ctx, d.stmts.get(sqlRescueQueues, 0))
+	if err != nil {
+		return nil, d.classify("rescue", err)
+	}
+	defer rows.Close()
 	var queues []string
 	for rows.Next() {
 		var q string
 		if err := rows.Scan(&q); err != nil {
-			rows.Close()
-			return 0, d.classify("rescue", err)
+			return nil, d.classify("rescue", err)
 		}
 		queues = append(queues, q)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, d.classify("rescue", err)
-	}
-	total := 0
-	for _, q := range queues {
-		for {
-			n, err := d.rescueOnce(ctx, d.db, q)
-			total += n
-			if err != nil {
-				return total, err
-			}
-			if n < d.cfg.RescueBatch {
-				break
-			}
+	return queues, d.classify("rescue", rows.Err())
+}
+
+// withRescueLock runs fn while session cn holds the table's rescue lock,
+// a GET_LOCK whose name is the table's (rescueLockName): user locks are
+// server-wide and die with their session, so a rescuer that dies frees
+// the lock at once. GET_LOCK is asked with timeout 0: when another session
+// holds the lock, fn does not run and the result is ErrRescueBusy. The
+// lock is released on cn afterwards, even when ctx is done; if that fails,
+// cn, which may still hold it, is closed rather than returned to the pool
+// (the error then says so and matches driver.ErrBadConn). A server that
+// refuses user locks altogether (Galera) gets fn run without one.
+func (d *Driver) withRescueLock(ctx context.Context, cn *sql.Conn, fn func() error) error {
+	var got sql.NullInt64
+	if err := cn.QueryRowContext(ctx, d.stmts.get(sqlRescueGetLock, 0), d.rescueLock).Scan(&got); err != nil {
+		var me *mysqldrv.MySQLError
+		if errors.As(err, &me) && me.Number == erNotSupportedYet {
+			// A Galera cluster refuses user locks. The rescue is safe
+			// without one (it locks rows with SKIP LOCKED); concurrent
+			// passes only repeat each other's candidate reads.
+			d.noLockOnce.Do(func() {
+				d.log.Warn("dbq: mysql: the server refuses GET_LOCK; rescues run without the rescue lock", "err", err)
+			})
+			return fn()
 		}
+		return d.classify("rescue lock", err)
 	}
-	return total, nil
+	switch {
+	case !got.Valid:
+		return fmt.Errorf("dbq: mysql rescue lock: GET_LOCK(%q) failed", d.rescueLock)
+	case got.Int64 != 1:
+		return ErrRescueBusy
+	}
+	if d.inRescue != nil {
+		d.inRescue()
+	}
+	err := fn()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
+	defer cancel()
+	var released sql.NullInt64
+	if rerr := cn.QueryRowContext(rctx, d.stmts.get(sqlRescueReleaseLock, 0), d.rescueLock).Scan(&released); rerr != nil {
+		_ = cn.Raw(func(any) error { return driver.ErrBadConn }) // ends the session, and its lock
+		return errors.Join(err, fmt.Errorf("dbq: mysql: releasing the rescue lock failed, session closed: %w",
+			errors.Join(rerr, driver.ErrBadConn)))
+	}
+	return err
+}
+
+// rescueLockName returns the name of table's rescue lock in database:
+// user lock names are server-wide, so it names both, and at most 64
+// characters long (MySQL's limit), with a digest in place of longer names.
+func rescueLockName(database, table string) string {
+	const prefix = "dbq_rescue:"
+	name := prefix + database + "." + table
+	if len(name) <= 64 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(database + "." + table))
+	return prefix + hex.EncodeToString(sum[:])[:64-len(prefix)]
 }
 
 // rescueOnce runs one bounded pass over queue q: candidate select through

@@ -15,12 +15,13 @@ import (
 
 // The statements, one file each in sql/, named as in the other dialects
 // where the statement exists there. They are text/template files rendered
-// with [stmtData]: .Jobs is the validated, quoted, qualified table name,
-// .ClaimIndex the quoted name of the claim index, .List n "?"
-// placeholders for an IN list and .Rows a slice of length n to range over
-// for per-row groups. Values always travel as parameters. Full-line "--"
-// comments are dropped when a file is loaded, so a comment can never hold a
-// stray placeholder.
+// with [stmtData]: .Jobs and .Queues are the validated, quoted, qualified
+// names of the jobs table and of the queues (pause) table, .ClaimIndex the
+// quoted name of the claim index, .List n "?" placeholders for an IN list
+// and .Rows a slice of length n to range over for per-row groups; jobs.sql
+// also sees the filters of its variant. Values always travel as
+// parameters. Full-line "--" comments are dropped when a file is loaded,
+// so a comment can never hold a stray placeholder.
 //
 //go:embed sql/*.sql
 var sqlFiles embed.FS
@@ -44,6 +45,18 @@ const (
 	sqlStats            = "stats"
 	sqlServer           = "server"
 	sqlSession          = "session"
+
+	sqlEnqueueUnique       = "enqueue_unique"
+	sqlJobs                = "jobs"
+	sqlCancelLock          = "cancel_lock"
+	sqlCancel              = "cancel"
+	sqlRetryDeadCandidates = "retry_dead_candidates"
+	sqlRetryDeadLock       = "retry_dead_lock"
+	sqlRetryDead           = "retry_dead"
+	sqlSetPaused           = "set_paused"
+	sqlPaused              = "paused"
+	sqlRescueGetLock       = "rescue_get_lock"
+	sqlRescueReleaseLock   = "rescue_release_lock"
 )
 
 var templates = sync.OnceValues(func() (map[string]*template.Template, error) {
@@ -86,9 +99,14 @@ func stripComments(s string) string {
 // stmtData is what a statement template sees.
 type stmtData struct {
 	Jobs       string
+	Queues     string
 	ClaimIndex string
 	List       string
 	Rows       []struct{}
+
+	// The filters of a jobs.sql variant: each adds a condition on a bind
+	// parameter; DeadOfQueue (queue and state 'dead') picks the claim index.
+	ByQueue, ByState, DeadOfQueue bool
 
 	LockWaitSeconds int
 }
@@ -114,6 +132,7 @@ func newStatements(n dialect.Names, lockWaitSeconds int) (*statements, error) {
 	}
 	return &statements{base: stmtData{
 		Jobs:            n.Qualified(dialect.MySQL, n.Jobs()),
+		Queues:          n.Qualified(dialect.MySQL, n.Prefix+"queues"),
 		ClaimIndex:      dialect.Quote(dialect.MySQL, n.Prefix+"jobs_claim"),
 		LockWaitSeconds: lockWaitSeconds,
 	}}, nil
@@ -138,6 +157,41 @@ func (s *statements) get(name string, n int) string {
 }
 
 func (s *statements) render(name string, n int) string {
+	d := s.base
+	if n > 0 {
+		d.List = strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+		d.Rows = make([]struct{}, n)
+	}
+	return s.renderData(name, d)
+}
+
+// jobs returns the variant of jobs.sql for a filter on queue, on state, or
+// both. Its parameters are the AfterID, then the queue and the state that
+// are filtered on, then the limit.
+func (s *statements) jobs(byQueue, byState, dead bool) string {
+	flags := 0
+	if byQueue {
+		flags |= 1
+	}
+	if byState {
+		flags |= 2
+	}
+	dead = dead && byQueue && byState
+	if dead {
+		flags |= 4
+	}
+	k := stmtKey{sqlJobs, -1 - flags} // apart from get's keys, which are >= 0
+	if v, ok := s.cache.Load(k); ok {
+		return v.(string)
+	}
+	d := s.base
+	d.ByQueue, d.ByState, d.DeadOfQueue = byQueue, byState, dead
+	q := s.renderData(sqlJobs, d)
+	s.cache.Store(k, q)
+	return q
+}
+
+func (s *statements) renderData(name string, d stmtData) string {
 	ts, err := templates()
 	if err != nil {
 		panic(err) // checked in newStatements
@@ -145,11 +199,6 @@ func (s *statements) render(name string, n int) string {
 	t := ts[name]
 	if t == nil {
 		panic("dbq: mysql: no statement " + name)
-	}
-	d := s.base
-	if n > 0 {
-		d.List = strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-		d.Rows = make([]struct{}, n)
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, d); err != nil {

@@ -30,14 +30,14 @@ func TestStatementsRender(t *testing.T) {
 	want := map[string]func(n int) int{
 		sqlEnqueue:          func(n int) int { return 8 * n },
 		sqlEnqueueIDs:       func(int) int { return 3 },
-		sqlClaimCandidates:  func(int) int { return 2 },
-		sqlClaimLock:        func(n int) int { return n + 2 },
+		sqlClaimCandidates:  func(int) int { return 3 },
+		sqlClaimLock:        func(n int) int { return n + 3 },
 		sqlClaimUpdate:      func(n int) int { return n + 2 },
 		sqlLeaseLock:        func(n int) int { return n },
 		sqlComplete:         func(n int) int { return 3 * n },
 		sqlRelease:          func(n int) int { return 3 * n },
 		sqlExtend:           func(n int) int { return 3*n + 1 },
-		sqlRetry:            func(n int) int { return 9 * n },
+		sqlRetry:            func(n int) int { return 11 * n },
 		sqlRescueQueues:     func(int) int { return 0 },
 		sqlRescueCandidates: func(int) int { return 2 },
 		sqlRescueLock:       func(n int) int { return n },
@@ -45,7 +45,22 @@ func TestStatementsRender(t *testing.T) {
 		sqlStats:            func(int) int { return 0 },
 		sqlServer:           func(int) int { return 0 },
 		sqlSession:          func(int) int { return 0 },
+
+		sqlEnqueueUnique:       func(int) int { return 7 },
+		sqlJobs:                func(int) int { return 2 }, // no filter; TestJobsStatement has the rest
+		sqlCancelLock:          func(n int) int { return n },
+		sqlCancel:              func(n int) int { return n },
+		sqlRetryDeadCandidates: func(int) int { return 2 },
+		sqlRetryDeadLock:       func(n int) int { return n + 1 },
+		sqlRetryDead:           func(n int) int { return n },
+		sqlSetPaused:           func(int) int { return 3 },
+		sqlPaused:              func(int) int { return 0 },
+		sqlRescueGetLock:       func(int) int { return 1 },
+		sqlRescueReleaseLock:   func(int) int { return 1 },
 	}
+	// The statements that name no table, and those of the queues table.
+	noTable := map[string]bool{sqlServer: true, sqlSession: true, sqlRescueGetLock: true, sqlRescueReleaseLock: true}
+	queuesOnly := map[string]bool{sqlSetPaused: true, sqlPaused: true}
 	if len(ts) != len(want) {
 		t.Errorf("%d statement files, %d known", len(ts), len(want))
 	}
@@ -58,8 +73,11 @@ func TestStatementsRender(t *testing.T) {
 			if strings.Contains(q, "{{") || strings.Contains(q, "--") {
 				t.Errorf("%s: template or comment left:\n%s", name, q)
 			}
-			if name != sqlServer && name != sqlSession && !strings.Contains(q, "`app`.`q1_jobs`") {
+			if !noTable[name] && !queuesOnly[name] && !strings.Contains(q, "`app`.`q1_jobs`") {
 				t.Errorf("%s: does not name the table `app`.`q1_jobs`:\n%s", name, q)
+			}
+			if queuesOnly[name] && !strings.Contains(q, "`app`.`q1_queues`") {
+				t.Errorf("%s: does not name the table `app`.`q1_queues`:\n%s", name, q)
 			}
 			if strings.Contains(q, "dbq_") {
 				t.Errorf("%s: hard-coded name:\n%s", name, q)
@@ -69,8 +87,14 @@ func TestStatementsRender(t *testing.T) {
 	if q := st.get(sqlSession, 0); !strings.Contains(q, "innodb_lock_wait_timeout = 7") {
 		t.Errorf("session: %s", q)
 	}
-	// The claim's locking statements go by primary key only.
-	for _, name := range []string{sqlClaimLock, sqlLeaseLock, sqlRescueLock} {
+	// Claims skip a paused queue, in both steps.
+	for _, name := range []string{sqlClaimCandidates, sqlClaimLock} {
+		if q := st.get(name, 5); !strings.Contains(q, "NOT EXISTS (SELECT 1 FROM `app`.`q1_queues` WHERE queue = ? AND paused)") {
+			t.Errorf("%s does not skip a paused queue:\n%s", name, q)
+		}
+	}
+	// The locking statements go by primary key only.
+	for _, name := range []string{sqlClaimLock, sqlLeaseLock, sqlRescueLock, sqlCancelLock, sqlRetryDeadLock} {
 		q := st.get(name, 5)
 		if !strings.Contains(q, "FORCE INDEX (PRIMARY)") || !strings.Contains(q, "FOR UPDATE") {
 			t.Errorf("%s does not lock by primary key:\n%s", name, q)
@@ -81,7 +105,7 @@ func TestStatementsRender(t *testing.T) {
 			t.Errorf("%s waits on locked rows", name)
 		}
 	}
-	for _, name := range []string{sqlClaimUpdate, sqlComplete, sqlRelease, sqlExtend, sqlRetry, sqlRescue} {
+	for _, name := range []string{sqlClaimUpdate, sqlComplete, sqlRelease, sqlExtend, sqlRetry, sqlRescue, sqlCancel, sqlRetryDead} {
 		q := st.get(name, 5)
 		if !strings.Contains(q, "WHERE id IN (?, ?, ?, ?, ?)") {
 			t.Errorf("%s does not name rows by primary key:\n%s", name, q)

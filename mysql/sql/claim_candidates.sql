@@ -6,8 +6,11 @@
 -- the claim index that stops at the LIMIT. It takes no locks, and on the
 -- claimer's session it reads uncommitted: a row another claimer's UPDATE
 -- has taken is already gone from the index range. Step 2 re-checks all.
+-- A paused queue (one primary-key probe of the queues table) has no
+-- candidates, so claiming from it opens no transaction.
 SELECT id
 FROM {{.Jobs}} FORCE INDEX ({{.ClaimIndex}})
 WHERE queue = ? AND state = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND NOT EXISTS (SELECT 1 FROM {{.Queues}} WHERE queue = ? AND paused)
 ORDER BY priority, run_at, id
 LIMIT ?

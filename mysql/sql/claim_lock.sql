@@ -4,10 +4,15 @@
 -- InnoDB releases the lock on a row that fails the WHERE at once, so the
 -- transaction ends up holding exactly the rows this returns.
 -- lease_end is the new lease's end on the database clock.
+-- The pause probe is checked again here, on the primary and against the
+-- latest committed row (step 1 may have read a replica, or run before the
+-- pause): a nested subquery of a locking read is a plain consistent read
+-- that locks nothing, so claimers never contend on the queues row.
 SELECT id, queue, payload, priority, run_at, attempt, max_attempts,
        last_error, dedupe_key, created_at,
        UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND AS lease_end
 FROM {{.Jobs}} FORCE INDEX (PRIMARY)
 WHERE id IN ({{.List}})
   AND queue = ? AND state = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND NOT EXISTS (SELECT 1 FROM {{.Queues}} WHERE queue = ? AND paused)
 FOR UPDATE SKIP LOCKED

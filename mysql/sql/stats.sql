@@ -1,13 +1,15 @@
 -- Counts per queue: one pass over the claim index, which covers every column
--- read here.
-SELECT queue,
-       SUM(state = 'ready' AND run_at <= UTC_TIMESTAMP(6)),
-       SUM(state = 'ready' AND run_at > UTC_TIMESTAMP(6)),
-       SUM(state = 'claimed'),
-       SUM(state = 'dead'),
+-- read here, and per queue one primary-key probe of the queues table for
+-- its pause flag.
+SELECT j.queue,
+       SUM(j.state = 'ready' AND j.run_at <= UTC_TIMESTAMP(6)),
+       SUM(j.state = 'ready' AND j.run_at > UTC_TIMESTAMP(6)),
+       SUM(j.state = 'claimed'),
+       SUM(j.state = 'dead'),
        COALESCE(TIMESTAMPDIFF(MICROSECOND,
-           MIN(CASE WHEN state = 'ready' AND run_at <= UTC_TIMESTAMP(6) THEN run_at END),
-           UTC_TIMESTAMP(6)), 0)
-FROM {{.Jobs}} FORCE INDEX ({{.ClaimIndex}})
-GROUP BY queue
-ORDER BY queue
+           MIN(CASE WHEN j.state = 'ready' AND j.run_at <= UTC_TIMESTAMP(6) THEN j.run_at END),
+           UTC_TIMESTAMP(6)), 0),
+       EXISTS (SELECT 1 FROM {{.Queues}} AS p WHERE p.queue = j.queue AND p.paused)
+FROM {{.Jobs}} AS j FORCE INDEX ({{.ClaimIndex}})
+GROUP BY j.queue
+ORDER BY j.queue
