@@ -24,7 +24,7 @@ func migrateCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "applied %s (%v)\n", r.Source.Path, r.Duration.Round(1e6))
 			}
 			if err != nil {
-				return fmt.Errorf("migrate up: %w", err)
+				return fmt.Errorf("migrate up (migrations need DDL rights: CREATE TABLE, CREATE INDEX, DROP): %w", err)
 			}
 			if len(res) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "already up to date")
