@@ -1,0 +1,536 @@
+package mssql
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf16"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/internal/movekit"
+	"github.com/dbqueue/dbq/queue"
+	mssqldb "github.com/microsoft/go-mssqldb"
+)
+
+var _ queue.Mover = (*Driver)(nil)
+
+// The statements of package move, one embedded file each in sql/move/,
+// rendered as the others are.
+const (
+	sqlMoveIdentity = "identity"
+	sqlMoveSurvey   = "survey"
+	sqlMoveExport   = "export"
+	sqlMoveDelete   = "delete"
+	sqlMoveExisting = "existing"
+	sqlMoveInsert   = "insert"
+	sqlMoveStored   = "stored"
+)
+
+//go:embed sql/move/*.sql
+var moveFiles embed.FS
+
+// maxParams is the most parameters SQL Server takes in one request.
+const maxParams = 2100
+
+// The most rows of one statement, each chunk's parameters under maxParams:
+// the export filter's 6 besides its queues, 1 per id of a delete, 2 per
+// key of a look-up, 10 per job of an insert.
+const (
+	moveFilterQueues = 2000
+	moveDeleteChunk  = 2000
+	moveKeyChunk     = 1000
+	moveInsertChunk  = 200
+)
+
+// moveInsertBytes bounds the payload and error bytes of one insert
+// statement, so that a batch of large jobs goes in several requests.
+const moveInsertBytes = 32 << 20
+
+// moveKeyUnits is the longest dedupe key in UTF-16 code units: the column
+// is NVARCHAR(200).
+const moveKeyUnits = 200
+
+// moveStmts caches the rendered move statements per Names.
+var moveStmts sync.Map // dialect.Names → statements
+
+// moveSQL returns the rendered move statement name.
+func (d *Driver) moveSQL(name string) (string, error) {
+	n := d.cfg.Names().WithDefaults()
+	if s, ok := moveStmts.Load(n); ok {
+		return s.(statements)[name], nil
+	}
+	s, err := renderMoveStatements(n)
+	if err != nil {
+		return "", err
+	}
+	moveStmts.Store(n, s)
+	return s[name], nil
+}
+
+// renderMoveStatements renders the statements of sql/move/ for n.
+func renderMoveStatements(n dialect.Names) (statements, error) {
+	if err := n.Validate(); err != nil {
+		return nil, err
+	}
+	n = n.WithDefaults()
+	files, err := fs.Glob(moveFiles, "sql/move/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	out := statements{}
+	for _, f := range files {
+		src, err := moveFiles.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		// As renderStatements does: whole-line comments dropped, table
+		// names validated, quoted and qualified.
+		var b strings.Builder
+		for line := range strings.Lines(string(src)) {
+			if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "--") {
+				continue
+			}
+			b.WriteString(line)
+		}
+		s := tableMarker.ReplaceAllStringFunc(b.String(), func(m string) string {
+			return n.Qualified(dialect.MSSQL, n.Prefix+tableMarker.FindStringSubmatch(m)[1])
+		})
+		if strings.Contains(strings.ReplaceAll(s, rowsMarker, ""), "{{") {
+			return nil, fmt.Errorf("dbq: mssql statement %s: unknown marker", f)
+		}
+		out[strings.TrimSuffix(path.Base(f), ".sql")] = s
+	}
+	return out, nil
+}
+
+// moveTable is the quoted, qualified jobs table.
+func (d *Driver) moveTable() string {
+	n := d.cfg.Names().WithDefaults()
+	return n.Qualified(dialect.MSSQL, n.Prefix+"jobs")
+}
+
+// Identity implements queue.Mover: sqlserver://server/database/table.
+func (d *Driver) Identity(ctx context.Context) (string, error) {
+	if d.closed.Load() {
+		return "", queue.ErrClosed
+	}
+	stmt, err := d.moveSQL(sqlMoveIdentity)
+	if err != nil {
+		return "", err
+	}
+	var server, db sql.NullString
+	if err := d.db.QueryRowContext(ctx, stmt).Scan(&server, &db); err != nil {
+		return "", classify("identity", d.dedupe, err)
+	}
+	return "sqlserver://" + server.String + "/" + db.String + "/" + d.moveTable(), nil
+}
+
+// moveFilter renders stmt's queue list for f and returns it with the
+// filter's parameters (@all_queues, @q<i>, @ready, @scheduled, @dead).
+func moveFilter(stmt string, f queue.ExportFilter) (string, []any, error) {
+	if len(f.Queues) > moveFilterQueues {
+		return "", nil, fmt.Errorf("%w: %d queues in an export filter (at most %d)", queue.ErrInvalidConfig, len(f.Queues), moveFilterQueues)
+	}
+	qs := f.Queues
+	all := len(qs) == 0
+	if all {
+		qs = []string{""} // VALUES needs a row; @all_queues = 1 ignores it
+	}
+	args := make([]any, 0, len(qs)+4)
+	for i, q := range qs {
+		if !all {
+			if err := dialect.ValidateQueue(q); err != nil {
+				return "", nil, err
+			}
+		}
+		args = append(args, named("q", i, mssqldb.VarChar(q)))
+	}
+	args = append(args, sql.Named("all_queues", bit(all)), sql.Named("ready", bit(f.Ready)),
+		sql.Named("scheduled", bit(f.Scheduled)), sql.Named("dead", bit(f.Dead)))
+	return withRows(stmt, len(qs), "q"), args, nil
+}
+
+// Survey implements queue.Mover. MaxKeyChars counts UTF-16 code units, one
+// more than the characters for each character outside the BMP; the key
+// column holds at most 200 of them. It needs SQL Server 2019 or later
+// (UTF-8 collations) to measure keys in UTF-8 bytes.
+func (d *Driver) Survey(ctx context.Context, f queue.ExportFilter) (queue.Survey, error) {
+	var s queue.Survey
+	if d.closed.Load() {
+		return s, queue.ErrClosed
+	}
+	stmt, err := d.moveSQL(sqlMoveSurvey)
+	if err != nil {
+		return s, err
+	}
+	stmt, args, err := moveFilter(stmt, f)
+	if err != nil {
+		return s, err
+	}
+	if err := d.db.QueryRowContext(ctx, stmt, args...).Scan(&s.MaxPayload, &s.MaxKeyBytes, &s.MaxKeyChars); err != nil {
+		return s, classify("survey", d.dedupe, err)
+	}
+	return s, nil
+}
+
+// Limits implements queue.Mover: payload is VARBINARY(MAX), 2^31-1 bytes;
+// dedupe_key is NVARCHAR(200), 200 UTF-16 code units, so 200 characters
+// of the BMP (Import rejects a longer key with queue.ErrInvalidJob).
+func (d *Driver) Limits(context.Context) (queue.MoveLimits, error) {
+	return queue.MoveLimits{Payload: 1<<31 - 1, KeyChars: moveKeyUnits}, nil
+}
+
+// Export implements queue.Mover. The batch holds a transaction, and so a
+// pool connection, until it ends; its jobs are update-locked, as export.sql
+// says, so claimers pass them over. Cursor is the largest id returned:
+// READPAST hides the rows others hold locked, so the export cannot see
+// past them.
+func (d *Driver) Export(ctx context.Context, f queue.ExportFilter) (queue.ExportBatch, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	if f.Limit <= 0 {
+		return nil, queue.ErrInvalidLimit
+	}
+	stmt, err := d.moveSQL(sqlMoveExport)
+	if err != nil {
+		return nil, err
+	}
+	stmt, args, err := moveFilter(stmt, f)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, sql.Named("limit", int64(f.Limit)), sql.Named("after", f.AfterID))
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, classify("export", d.dedupe, err)
+	}
+	b := &exportBatch{d: d, tx: tx}
+	rows, err := tx.QueryContext(ctx, stmt, args...)
+	if err == nil {
+		b.jobs, err = scanMoved(rows)
+	}
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, classify("export", d.dedupe, err)
+	}
+	if n := len(b.jobs); n > 0 {
+		b.cursor = b.jobs[n-1].ID
+	}
+	return b, nil
+}
+
+// scanMoved reads rows of jobs columns in the order export.sql and
+// stored.sql give them, and closes rows.
+func scanMoved(rows *sql.Rows) ([]*queue.Job, error) {
+	defer rows.Close()
+	var out []*queue.Job
+	for rows.Next() {
+		var (
+			j            queue.Job
+			state        string
+			lastErr, key sql.NullString
+		)
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &j.Attempt, &j.MaxAttempts,
+			&state, &lastErr, &key, &j.CreatedAt); err != nil {
+			return nil, err
+		}
+		if j.Payload == nil {
+			j.Payload = []byte{}
+		}
+		j.State, j.LastError, j.DedupeKey = queue.State(state), lastErr.String, key.String
+		j.RunAt, j.CreatedAt = j.RunAt.UTC(), j.CreatedAt.UTC()
+		out = append(out, &j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type exportBatch struct {
+	d      *Driver
+	tx     *sql.Tx
+	jobs   []*queue.Job
+	cursor int64
+	once   sync.Once
+}
+
+func (b *exportBatch) Jobs() []*queue.Job { return b.jobs }
+func (b *exportBatch) Cursor() int64      { return b.cursor }
+
+// Commit deletes the jobs of ids and their dedupe keys in the batch's
+// transaction and commits it. It fails, changing nothing, when an id is
+// not a job the batch holds.
+func (b *exportBatch) Commit(ctx context.Context, ids []int64) error {
+	err := queue.ErrClosed
+	b.once.Do(func() {
+		if err = b.delete(ctx, ids); err != nil {
+			_ = b.tx.Rollback()
+			return
+		}
+		err = classify("export commit", b.d.dedupe, b.tx.Commit())
+	})
+	return err
+}
+
+func (b *exportBatch) delete(ctx context.Context, ids []int64) error {
+	ids = uniqueIDs(ids)
+	held := make(map[int64]bool, len(b.jobs))
+	for _, j := range b.jobs {
+		held[j.ID] = true
+	}
+	for _, id := range ids {
+		if !held[id] {
+			return fmt.Errorf("%w: export commit: job %d is not in the batch", queue.ErrInvalidJob, id)
+		}
+	}
+	stmt, err := b.d.moveSQL(sqlMoveDelete)
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(ids); start += moveDeleteChunk {
+		chunk := ids[start:min(start+moveDeleteChunk, len(ids))]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = named("i", i, id)
+		}
+		got, err := dialect.QueryIDs(ctx, b.tx, withRows(stmt, len(chunk), "i"), args...)
+		if err != nil {
+			return classify("export commit", b.d.dedupe, err)
+		}
+		if len(got) != len(chunk) {
+			return fmt.Errorf("dbq: export commit: deleted %d of %d jobs the batch holds", len(got), len(chunk))
+		}
+	}
+	return nil
+}
+
+func (b *exportBatch) Rollback() error {
+	b.once.Do(func() { _ = b.tx.Rollback() })
+	return nil
+}
+
+func uniqueIDs(ids []int64) []int64 {
+	seen := make(map[int64]bool, len(ids))
+	out := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// moveKey is a job's (queue, dedupe key).
+type moveKey struct{ queue, key string }
+
+// Import implements queue.Mover, in one transaction: every key is looked
+// up under a lock held to the end (existing.sql), the jobs whose keys are
+// missing are inserted with their keys in chunks under the parameter
+// limit, and every job is read back by key. A job whose key appears twice
+// in jobs is stored once. A last_error is made valid text and cut to
+// queue.MaxErrorBytes, as Retry cuts it; a queue name that is not valid,
+// or a dedupe key over 200 UTF-16 code units, fails with an error and
+// stores nothing.
+func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Imported, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	var keys []moveKey
+	first := map[moveKey]*queue.Job{}
+	for _, j := range jobs {
+		if err := importable(j); err != nil {
+			return nil, err
+		}
+		k := moveKey{j.Queue, j.DedupeKey}
+		if first[k] == nil {
+			first[k] = j
+			keys = append(keys, k)
+		}
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, classify("import", d.dedupe, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	existing, err := d.existingKeys(ctx, tx, keys)
+	if err != nil {
+		return nil, classify("import", d.dedupe, err)
+	}
+	var missing []*queue.Job
+	for _, k := range keys {
+		if !existing[k] {
+			missing = append(missing, first[k])
+		}
+	}
+	added, err := d.insertMoved(ctx, tx, missing)
+	if err != nil {
+		return nil, classify("import", d.dedupe, err)
+	}
+	isNew := movekit.IDSet(added)
+	var out []queue.Imported
+	// A held job moves between jobs and jobs_inflight when it is released
+	// or retried; a read that crosses the move misses it, and a read again
+	// finds it.
+	for try := 1; ; try++ {
+		stored, err := d.storedByKey(ctx, tx, keys)
+		if err != nil {
+			return nil, classify("import", d.dedupe, err)
+		}
+		out, err = movekit.Match("mssql", jobs, stored, isNew)
+		if err == nil {
+			break
+		}
+		if try == 3 {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, classify("import", d.dedupe, err)
+	}
+	return out, nil
+}
+
+// importable checks a job for Import: what every dialect checks, and what
+// the columns of this one store.
+func importable(j *queue.Job) error {
+	if err := movekit.Importable(j); err != nil {
+		return err
+	}
+	if err := dialect.ValidateQueue(j.Queue); err != nil {
+		return fmt.Errorf("import of job %d: %w", j.ID, err)
+	}
+	if n := len(utf16.Encode([]rune(j.DedupeKey))); n > moveKeyUnits {
+		return fmt.Errorf("%w: import of job %d: dedupe key of %d UTF-16 code units (at most %d)", queue.ErrInvalidJob, j.ID, n, moveKeyUnits)
+	}
+	return nil
+}
+
+// keyArgs are the (@q<i>, @k<i>) parameters of keys.
+func keyArgs(keys []moveKey) []any {
+	args := make([]any, 0, 2*len(keys))
+	for i, k := range keys {
+		args = append(args, named("q", i, mssqldb.VarChar(k.queue)), named("k", i, k.key))
+	}
+	return args
+}
+
+// existingKeys locks keys in jobs_dedupe to the end of tx and returns those
+// it records.
+func (d *Driver) existingKeys(ctx context.Context, tx *sql.Tx, keys []moveKey) (map[moveKey]bool, error) {
+	stmt, err := d.moveSQL(sqlMoveExisting)
+	if err != nil {
+		return nil, err
+	}
+	out := map[moveKey]bool{}
+	for start := 0; start < len(keys); start += moveKeyChunk {
+		chunk := keys[start:min(start+moveKeyChunk, len(keys))]
+		rows, err := tx.QueryContext(ctx, withRows(stmt, len(chunk), "q", "k"), keyArgs(chunk)...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var k moveKey
+			var id int64
+			if err := rows.Scan(&k.queue, &k.key, &id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[k] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// storedByKey reads the stored jobs with keys.
+func (d *Driver) storedByKey(ctx context.Context, tx *sql.Tx, keys []moveKey) ([]*queue.Job, error) {
+	stmt, err := d.moveSQL(sqlMoveStored)
+	if err != nil {
+		return nil, err
+	}
+	var out []*queue.Job
+	for start := 0; start < len(keys); start += moveKeyChunk {
+		chunk := keys[start:min(start+moveKeyChunk, len(keys))]
+		rows, err := tx.QueryContext(ctx, withRows(stmt, len(chunk), "q", "k"), keyArgs(chunk)...)
+		if err != nil {
+			return nil, err
+		}
+		got, err := scanMoved(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+// moveInsertCols are the parameter columns of insert.sql's VALUES rows.
+var moveInsertCols = []string{"#", "q", "p", "pr", "ra", "a", "ma", "s", "e", "k", "c"}
+
+// insertMoved inserts jobs as they are, in chunks of at most
+// moveInsertChunk jobs and about moveInsertBytes, and returns their ids.
+func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) ([]int64, error) {
+	stmt, err := d.moveSQL(sqlMoveInsert)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	for len(jobs) > 0 {
+		n, size := 0, 0
+		for n < len(jobs) && n < moveInsertChunk && (n == 0 || size+len(jobs[n].Payload)+len(jobs[n].LastError) <= moveInsertBytes) {
+			size += len(jobs[n].Payload) + len(jobs[n].LastError)
+			n++
+		}
+		chunk := jobs[:n]
+		jobs = jobs[n:]
+		got, err := dialect.QueryIDs(ctx, tx, withRows(stmt, len(chunk), moveInsertCols...), insertArgs(chunk)...)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) != len(chunk) {
+			return nil, fmt.Errorf("dbq: import: %d ids back for %d jobs", len(got), len(chunk))
+		}
+		ids = append(ids, got...)
+	}
+	return ids, nil
+}
+
+// insertArgs are the parameters of insert.sql's rows for jobs.
+func insertArgs(jobs []*queue.Job) []any {
+	args := make([]any, 0, 10*len(jobs))
+	for i, j := range jobs {
+		payload := j.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		created := j.CreatedAt
+		if created.IsZero() {
+			created = time.Now()
+		}
+		var lastErr sql.NullString
+		if j.LastError != "" {
+			lastErr = sql.NullString{String: truncateUTF8(movekit.ValidText(j.LastError), queue.MaxErrorBytes), Valid: true}
+		}
+		args = append(args,
+			named("q", i, mssqldb.VarChar(j.Queue)), named("p", i, payload), named("pr", i, j.Priority),
+			named("ra", i, j.RunAt.UTC()), named("a", i, int32(j.Attempt)), named("ma", i, int32(j.MaxAttempts)),
+			named("s", i, mssqldb.VarChar(string(j.State))), named("e", i, lastErr), named("k", i, j.DedupeKey),
+			named("c", i, created.UTC()))
+	}
+	return args
+}
