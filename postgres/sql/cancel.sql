@@ -3,7 +3,9 @@
 -- is an advisory claimer's, and pg_try_advisory_xact_lock fails on it. The
 -- lock taken on a free key lasts until this statement commits, so no
 -- advisory claimer can take the job while it is being deleted.
-DELETE FROM {{jobs}}
-WHERE id = ANY($1::int8[]) AND state <> 'claimed'
-  AND pg_try_advisory_xact_lock(tableoid::int4, id::bit(32)::int4)
-RETURNING id
+-- The ids join on the primary key (see complete_advisory.sql).
+DELETE FROM {{jobs}} AS t
+USING unnest($1::int8[]) AS k(id)
+WHERE t.id = k.id AND t.state <> 'claimed'
+  AND pg_try_advisory_xact_lock(t.tableoid::int4, t.id::bit(32)::int4)
+RETURNING t.id

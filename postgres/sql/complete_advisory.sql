@@ -1,6 +1,14 @@
 -- Completes advisory-held jobs: deletes them. Run alone, so that it has
 -- committed before unlock.sql releases their locks: unlocking first would
 -- let another claimer lock a job whose delete its post-check cannot see yet.
-DELETE FROM {{jobs}}
-WHERE id = ANY($1::int8[]) AND state = 'ready'
-RETURNING id
+-- The ids join on the primary key, and the state test is written as a
+-- CASE so that no partial index (claim, lease, dead: each is "WHERE state
+-- = ...") can serve the statement: with "state = 'ready'" and no
+-- statistics yet (a new table) the planner read the whole partial claim
+-- index and filtered or hashed on id, 40 ms per 100 jobs on a 50,000-job
+-- table instead of 0.5 ms. Every statement that takes a list of ids does
+-- the same (plan_test.go checks their generic plans).
+DELETE FROM {{jobs}} AS t
+USING unnest($1::int8[]) AS k(id)
+WHERE t.id = k.id AND CASE t.state WHEN 'ready' THEN true END
+RETURNING t.id

@@ -4,7 +4,10 @@
 -- snapshot and its lock is gone or no longer ready here, because that
 -- claimer unlocked only after its change committed. Only the rows returned
 -- here are kept, and they are read fresh.
-SELECT id, queue, payload, priority, run_at, attempt, max_attempts,
-       last_error, dedupe_key, created_at
-FROM {{jobs}}
-WHERE id = ANY($1::int8[]) AND state = 'ready' AND run_at <= now()
+-- The ids join on the primary key; the state test is a CASE so that the
+-- partial claim index cannot serve it (see complete_advisory.sql).
+SELECT t.id, t.queue, t.payload, t.priority, t.run_at, t.attempt, t.max_attempts,
+       t.last_error, t.dedupe_key, t.created_at
+FROM unnest($1::int8[]) AS k(id)
+JOIN {{jobs}} AS t ON t.id = k.id
+WHERE CASE t.state WHEN 'ready' THEN true END AND t.run_at <= now()
