@@ -38,6 +38,12 @@ type AdvisoryClaimer struct {
 	nss    map[int32]bool    // lock namespaces this connection has used
 	closed bool
 
+	// resume is where the next walk starts when other sessions hold the
+	// head of the queue (nil: at the head); claims counts walks, so that
+	// every resumeEvery-th one starts at the head again.
+	resume *lockedRow
+	claims int
+
 	postCheck bool
 	dropped   atomic.Int64
 	swept     atomic.Int64 // stray locks released by sweep, for tests
@@ -288,23 +294,79 @@ func (c *AdvisoryClaimer) Claim(ctx context.Context, queueName string, n int) ([
 	return jobs, nil
 }
 
-// lockedRow is a row claim_advisory.sql locked.
+// lockedRow is a row claim_advisory.sql locked, with the count of rows its
+// walk passed because other sessions held them.
 type lockedRow struct {
 	ID       int64
 	NS       int32
 	Priority int16
 	RunAt    time.Time
+	Skipped  int32
 }
 
+// resumeEvery: a claimer that resumes its walks past the head of the
+// queue still starts every resumeEvery-th walk at the head, where jobs
+// other sessions released or retried come back.
+const resumeEvery = 16
+
+// The start of a walk at the head of the queue.
+var (
+	headPriority = int16(math.MinInt16)
+	headRunAt    = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+)
+
 // lock runs claim_advisory.sql. c.mu is held.
+//
+// With many claimers the head of a queue is held by the others, and a walk
+// from the head tries, and fails, a lock on each of their jobs before it
+// finds free ones: work that grows with claimers times their batches. So
+// when a walk passed more held rows than it locked, the next one starts at
+// the first row it locked (jobs before it were held then and are likely
+// done since); a resumed walk that finds fewer than n jobs is followed by
+// one from the head, as is every resumeEvery-th walk. A lone claimer never
+// meets a held row and always walks from the head, in strict order.
 func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]lockedRow, error) {
 	heldIDs := make([]int64, 0, len(c.held))
 	for id := range c.held {
 		heldIDs = append(heldIDs, id)
 	}
+	c.claims++
+	if c.claims%resumeEvery == 0 {
+		c.resume = nil
+	}
+	for {
+		from := c.resume
+		priority, runAt, id := headPriority, headRunAt, int64(0)
+		if from != nil {
+			priority, runAt, id = from.Priority, pgtype.Timestamptz{Time: from.RunAt, Valid: true}, from.ID
+		}
+		locked, err := c.walk(ctx, queueName, heldIDs, n, priority, runAt, id)
+		if err != nil {
+			return nil, err
+		}
+		c.resume = nil
+		if len(locked) > 0 && int(locked[0].Skipped) > len(locked) && len(locked) == n {
+			first := locked[0]
+			for _, l := range locked[1:] {
+				if cmp.Or(cmp.Compare(l.Priority, first.Priority), l.RunAt.Compare(first.RunAt), cmp.Compare(l.ID, first.ID)) < 0 {
+					first = l
+				}
+			}
+			c.resume = &first
+		}
+		if from != nil && len(locked) == 0 {
+			continue // nothing past the resume point: walk from the head
+		}
+		return locked, nil
+	}
+}
+
+// walk runs claim_advisory.sql from (priority, runAt, id). c.mu is held.
+func (c *AdvisoryClaimer) walk(ctx context.Context, queueName string, heldIDs []int64, n int,
+	priority int16, runAt pgtype.Timestamptz, id int64) ([]lockedRow, error) {
 	gctx, done := guard(ctx, c.conn.Conn().PgConn())
 	defer done()
-	rows, err := c.conn.Query(gctx, c.d.stmts.claimAdvisory, queueName, heldIDs, int32(n))
+	rows, err := c.conn.Query(gctx, c.d.stmts.claimAdvisory, queueName, heldIDs, int32(n), priority, runAt, id)
 	if err != nil {
 		return nil, failed(ctx, "claim", err)
 	}

@@ -6,6 +6,12 @@
 -- returned; a paused queue (a row of the queues table) yields none. $2 lists the jobs this session already holds: advisory locks
 -- are re-entrant, so they must not be taken again.
 --
+-- The walk starts at ($4, $5, $6) in claim order: the head of the queue,
+-- or, when the claimer's last walk passed more rows other sessions held
+-- than it locked, the first row that walk locked (advisory.go, resume).
+-- The last column counts the rows the walk passed because another session
+-- held them.
+--
 -- Each lock is taken in a LATERAL subquery of its own (fenced by OFFSET 0)
 -- so that it runs exactly once per row visited. The rows come from this
 -- statement's snapshot: a job another claimer completed and unlocked since
@@ -19,6 +25,7 @@ WITH RECURSIVE walk AS (
         FROM {{jobs}}
         WHERE queue = $1 AND state = 'ready' AND run_at <= now()
           AND NOT id = ANY($2::int8[])
+          AND (priority, run_at, id) >= ($4::int2, $5::timestamptz, $6::int8)
           AND NOT EXISTS (SELECT 1 FROM {{queues}} WHERE queue = $1 AND paused)
         ORDER BY priority, run_at, id
         LIMIT 1
@@ -44,6 +51,7 @@ WITH RECURSIVE walk AS (
     ) AS l
     WHERE w.remaining > 0
 )
-SELECT id, ns, priority, run_at
+SELECT id, ns, priority, run_at,
+       (SELECT count(*) FROM walk WHERE NOT locked)::int4 AS skipped
 FROM walk
 WHERE locked
