@@ -19,19 +19,30 @@
 // destination, or (killed between the destination's commit and the
 // source's) both; a rerun finds those by their keys, stores nothing twice
 // and deletes them on the source, so it ends as one uninterrupted run
-// would. Only in that last window, between two commits, can a job run on
-// both sides if workers take it on each before the rerun.
+// would. Only a job caught in that last window, between two commits, can
+// run twice: on both sides if workers take it on each before the rerun,
+// or twice on the destination if a worker there completes it (freeing its
+// key) before the rerun stores it again. The synthesized keys name the
+// source by its identity (PostgreSQL's system identifier, MySQL's server,
+// the SQLite file) and table, which does not change with the address a
+// move connects to; Options.SourceID overrides it.
 //
 // Jobs workers hold on the source are left to them: a worker completes
 // them, or fails or releases them and a later pass moves them. Run passes
 // until one moves nothing, or with Follow until the source holds none of
-// the selected jobs.
+// the selected jobs. Follow ends the first time it finds the source empty,
+// so point producers elsewhere before relying on it.
 //
 // A job is verified as it moves: the destination reads each job of a batch
 // back inside its transaction, and a checksum of (queue, payload,
 // priority, run_at) is summed on each side. A destination job that has a
-// moved job's key but other contents (a job of the destination's own) is a
-// conflict: the source job stays where it is and the run reports it.
+// moved job's key but other contents (a job of the destination's own, even
+// one a producer commits while the import runs) is a conflict: the source
+// job stays where it is and the run reports it. A job an interrupted run
+// stored is compared on queue, payload and priority only, since workers on
+// the destination may have retried it since. A dedupe key the destination
+// cannot store (PostgreSQL and SQL Server keep keys as text: no NUL, valid
+// UTF-8) is rejected the same way, job by job, when its batch is moved.
 //
 // Moved jobs that had no dedupe key keep the synthesized one on the
 // destination; it only keeps them unique there.
@@ -53,7 +64,9 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
@@ -137,8 +150,11 @@ type Report struct {
 	Moved int64 `json:"moved"`
 	Found int64 `json:"found"`
 	// Conflicts counts source jobs left in place because the destination
-	// holds another job with their key.
+	// holds another job with their key; Rejected those whose dedupe key the
+	// destination cannot store (not UTF-8 text, for PostgreSQL and SQL
+	// Server). Both make the run unverified.
 	Conflicts int64 `json:"conflicts"`
+	Rejected  int64 `json:"rejected"`
 	// Left counts the selected jobs still on the source at the end, Held
 	// those of them workers held.
 	Left   int64 `json:"left"`
@@ -154,7 +170,7 @@ type Report struct {
 
 // Verified reports whether both sides sum alike and nothing conflicted.
 func (r *Report) Verified() bool {
-	return r.Source.Jobs == r.Destination.Jobs && r.Source.sum == r.Destination.sum && r.Conflicts == 0
+	return r.Source.Jobs == r.Destination.Jobs && r.Source.sum == r.Destination.sum && r.Conflicts == 0 && r.Rejected == 0
 }
 
 // Run moves jobs from src to dst as opts says and reports what it did.
@@ -181,7 +197,9 @@ type mover struct {
 	report     Report
 	start      time.Time
 	total      int64
-	conflicted map[int64]bool
+	limits     queue.MoveLimits
+	conflicted map[int64]bool // source jobs left in place: a conflict or a rejected key
+	rejected   map[int64]bool
 	log        *slog.Logger
 }
 
@@ -222,6 +240,7 @@ func prepare(ctx context.Context, src, dst *queue.Queue, opts Options) (*mover, 
 			Limit: opts.Batch,
 		},
 		conflicted: map[int64]bool{},
+		rejected:   map[int64]bool{},
 	}
 	var err error
 	if m.report.Source.Identity, err = sm.Identity(ctx); err != nil {
@@ -262,6 +281,7 @@ func (m *mover) checkSizes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dbq move: destination: %w", err)
 	}
+	m.limits = l
 	synth := int64(len(m.keyPrefix) + 20)
 	switch {
 	case l.Payload > 0 && s.MaxPayload > l.Payload:
@@ -326,7 +346,7 @@ func (m *mover) run(ctx context.Context) (*Report, error) {
 		if err != nil {
 			return &m.report, err
 		}
-		if !m.opts.Follow || left+held <= int64(len(m.conflicted)) {
+		if !m.opts.Follow || left+held <= int64(len(m.conflicted)+len(m.rejected)) {
 			break
 		}
 		t := time.NewTimer(m.opts.PollInterval)
@@ -341,9 +361,9 @@ func (m *mover) run(ctx context.Context) (*Report, error) {
 		return &m.report, err
 	}
 	if !m.report.Verified() {
-		return &m.report, fmt.Errorf("%w: source %d jobs, checksum %s; destination %d jobs, checksum %s; %d conflicts",
+		return &m.report, fmt.Errorf("%w: source %d jobs, checksum %s; destination %d jobs, checksum %s; %d conflicts, %d keys rejected",
 			ErrMismatch, m.report.Source.Jobs, sumHex(m.report.Source.sum), m.report.Destination.Jobs,
-			sumHex(m.report.Destination.sum), m.report.Conflicts)
+			sumHex(m.report.Destination.sum), m.report.Conflicts, m.report.Rejected)
 	}
 	return &m.report, nil
 }
@@ -385,25 +405,37 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 		return 0, b.Cursor(), nil
 	}
 	now := time.Now()
-	out := make([]*queue.Job, len(jobs))
-	for i, j := range jobs {
+	out := make([]*queue.Job, 0, len(jobs))
+	sent := make([]*queue.Job, 0, len(jobs)) // the source jobs of out
+	for _, j := range jobs {
 		c := *j
 		if c.DedupeKey == "" {
 			c.DedupeKey = m.keyPrefix + strconv.FormatInt(j.ID, 10)
+		} else if m.limits.TextKeys && !validText(c.DedupeKey) {
+			if !m.rejected[j.ID] {
+				m.rejected[j.ID] = true
+				m.log.Warn("dbq move: the destination stores only UTF-8 text keys without NUL; left on the source",
+					"id", j.ID, "queue", j.Queue)
+			}
+			continue
 		}
-		out[i] = &c
+		out, sent = append(out, &c), append(sent, j)
 	}
-	stored, err := m.dst.Import(ctx, out)
-	if err != nil {
-		return 0, 0, fmt.Errorf("dbq move: import: %w", err)
+	var stored []queue.Imported
+	if len(out) > 0 {
+		if stored, err = m.dst.Import(ctx, out); err != nil {
+			return 0, 0, fmt.Errorf("dbq move: import: %w", err)
+		}
 	}
 	done := make([]int64, 0, len(jobs))
 	var src, dst Side
-	var moved, found, conflicts int64
-	for i, j := range jobs {
+	var moved, found int64
+	for i, j := range sent {
 		s := stored[i]
-		if !s.New && !sameJob(j, s.Job) {
-			conflicts++
+		// Even a job the import stored may meet another with its key: one a
+		// producer on the destination committed between the look-up and
+		// the insert. Only the same job counts as moved.
+		if !sameJob(j, s.Job) {
 			if !m.conflicted[j.ID] {
 				m.conflicted[j.ID] = true
 				m.log.Warn("dbq move: the destination holds another job with this job's key; left on the source",
@@ -411,14 +443,18 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 			}
 			continue
 		}
-		if s.New {
-			moved++
-		} else {
-			found++
-		}
+		delete(m.conflicted, j.ID)
 		done = append(done, j.ID)
 		src.add(j, now)
-		dst.add(s.Job, now)
+		if s.New {
+			moved++
+			dst.add(s.Job, now)
+		} else {
+			// Found from an interrupted run: destination workers may have
+			// retried it since (a new run_at), so its fields as moved count.
+			found++
+			dst.add(j, now)
+		}
 	}
 	if err := b.Commit(ctx, done); err != nil {
 		// The destination holds the batch and the source still does: a
@@ -428,7 +464,7 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 	r := &m.report
 	r.Moved += moved
 	r.Found += found
-	r.Conflicts = int64(len(m.conflicted))
+	r.Conflicts, r.Rejected = int64(len(m.conflicted)), int64(len(m.rejected))
 	r.Source.merge(src)
 	r.Destination.merge(dst)
 	if m.opts.Progress != nil {
@@ -484,3 +520,6 @@ func Checksum(j *queue.Job) uint64 {
 }
 
 func sumHex(v uint64) string { return fmt.Sprintf("%016x", v) }
+
+// validText: s is UTF-8 without NUL bytes.
+func validText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }

@@ -546,3 +546,70 @@ func waitDrained(t *testing.T, q *queue.Queue) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestMoveKeyRaceIsAConflict: a producer on the destination that commits a
+// job with a moved job's key while the import runs keeps its job; the
+// source job is not counted as moved and stays where it is.
+func TestMoveKeyRaceIsAConflict(t *testing.T) {
+	ctx := context.Background()
+	to := fresh(t, dialect.MySQL)
+	src, dst := fresh(t, dialect.SQLite).open(t), to.open(t)
+	if _, err := src.Enqueue(ctx, queue.NewJob{Queue: "q", Payload: []byte("source"), DedupeKey: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	_, db, err := dbq.Migrator(ctx, to.dsn, to.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := dst.EnqueueTx(ctx, tx, queue.NewJob{Queue: "q", Payload: []byte("destination"), DedupeKey: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		rep *move.Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := move.Run(ctx, src, dst, move.Options{Logger: quiet})
+		done <- result{rep, err}
+	}()
+	time.Sleep(300 * time.Millisecond) // the import's insert now waits on the producer's key
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if !errors.Is(r.err, move.ErrMismatch) || r.rep.Conflicts != 1 || r.rep.Moved != 0 {
+		t.Fatalf("move = %+v, %v; want ErrMismatch with 1 conflict and nothing moved", r.rep, r.err)
+	}
+	if left := snapshot(t, src); len(left) != 1 || left[0].payload != "source" {
+		t.Fatalf("source holds %+v, want its job", left)
+	}
+	if got := snapshot(t, dst); len(got) != 1 || got[0].payload != "destination" {
+		t.Fatalf("destination holds %+v, want only the producer's job", got)
+	}
+}
+
+// TestMoveRejectsKeysTheDestinationCannotStore: a dedupe key that is not
+// UTF-8 text (legal in SQLite and MySQL) stays on the source when the
+// destination is PostgreSQL; the rest of the batch moves.
+func TestMoveRejectsKeysTheDestinationCannotStore(t *testing.T) {
+	ctx := context.Background()
+	src, dst := fresh(t, dialect.SQLite).open(t), fresh(t, dialect.Postgres).open(t)
+	if _, err := src.Enqueue(ctx, queue.NewJob{Queue: "q", Payload: []byte("bad key"), DedupeKey: "k\xff\x00"},
+		queue.NewJob{Queue: "q", Payload: []byte("fine")}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := move.Run(ctx, src, dst, move.Options{Logger: quiet})
+	if !errors.Is(err, move.ErrMismatch) || rep.Rejected != 1 || rep.Moved != 1 || rep.Left != 1 {
+		t.Fatalf("move = %+v, %v; want ErrMismatch, 1 rejected, 1 moved, 1 left", rep, err)
+	}
+	if left := snapshot(t, src); len(left) != 1 || left[0].payload != "bad key" {
+		t.Fatalf("source holds %+v, want the job with the bad key", left)
+	}
+}

@@ -183,7 +183,7 @@ func (d *Driver) Survey(ctx context.Context, f queue.ExportFilter) (queue.Survey
 // dedupe_key is NVARCHAR(200), 200 UTF-16 code units, so 200 characters
 // of the BMP (Import rejects a longer key with queue.ErrInvalidJob).
 func (d *Driver) Limits(context.Context) (queue.MoveLimits, error) {
-	return queue.MoveLimits{Payload: 1<<31 - 1, KeyChars: moveKeyUnits}, nil
+	return queue.MoveLimits{Payload: 1<<31 - 1, KeyChars: moveKeyUnits, TextKeys: true}, nil
 }
 
 // Export implements queue.Mover. The batch holds a transaction, and so a

@@ -46,16 +46,22 @@ func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
 
-// Identity implements queue.Mover: mysql://host:port/table.
+// Identity implements queue.Mover: mysql://<server>/<database>/<table>,
+// the same over a socket or TCP. The server is MySQL's @@server_uuid;
+// MariaDB has none, so there it is the host name, port and data directory.
 func (d *Driver) Identity(ctx context.Context) (string, error) {
 	if d.closed.Load() {
 		return "", queue.ErrClosed
 	}
-	var host, port, db sql.NullString
-	if err := d.db.QueryRowContext(ctx, `SELECT @@hostname, @@port, DATABASE()`).Scan(&host, &port, &db); err != nil {
+	var server, db sql.NullString
+	err := d.db.QueryRowContext(ctx, `SELECT @@server_uuid, DATABASE()`).Scan(&server, &db)
+	if err != nil {
+		err = d.db.QueryRowContext(ctx, `SELECT CONCAT(@@hostname, ':', @@port, ':', @@datadir), DATABASE()`).Scan(&server, &db)
+	}
+	if err != nil {
 		return "", d.classify("identity", err)
 	}
-	return fmt.Sprintf("mysql://%s:%s/%s/%s", host.String, port.String, db.String, d.stmts.base.Jobs), nil
+	return fmt.Sprintf("mysql://%s/%s/%s", server.String, db.String, d.stmts.base.Jobs), nil
 }
 
 // Survey implements queue.Mover.

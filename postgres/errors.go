@@ -13,13 +13,14 @@ import (
 
 // PostgreSQL error codes dbq maps to its own errors.
 const (
-	codeUndefinedTable       = "42P01"
-	codeInvalidSchemaName    = "3F000"
-	codeUniqueViolation      = "23505"
-	codeSerializationFailure = "40001"
-	codeDeadlockDetected     = "40P01"
-	codeLockNotAvailable     = "55P03"
-	codeQueryCanceled        = "57014"
+	codeUndefinedTable        = "42P01"
+	codeInvalidSchemaName     = "3F000"
+	codeUniqueViolation       = "23505"
+	codeSerializationFailure  = "40001"
+	codeDeadlockDetected      = "40P01"
+	codeLockNotAvailable      = "55P03"
+	codeQueryCanceled         = "57014"
+	codeInsufficientPrivilege = "42501"
 	// A value the database encoding cannot hold: a NUL byte or invalid
 	// UTF-8 in a text parameter, or a character outside a non-UTF-8
 	// database's encoding.

@@ -18,9 +18,13 @@ var _ queue.Mover = (*Driver)(nil)
 
 // The statements of package move. {{jobs}} is the only text spliced in.
 const (
-	// moveIdentity: server address (or "local" over a socket), port and
-	// database.
-	moveIdentitySQL = `SELECT coalesce(host(inet_server_addr()), 'local'), current_setting('port'), current_database()`
+	// moveIdentity: the cluster's system identifier (the same however the
+	// server is reached), and the database.
+	moveIdentitySQL = `SELECT system_identifier::text, current_database() FROM pg_control_system()`
+
+	// moveAddressSQL: where pg_control_system() is not granted, the
+	// server's address (or "local" over a socket) and port instead.
+	moveAddressSQL = `SELECT coalesce(host(inet_server_addr()), 'local') || ':' || current_setting('port'), current_database()`
 
 	// moveSurvey: the largest payload and key among the selected jobs.
 	moveSurveySQL = `SELECT coalesce(max(octet_length(payload)), 0), coalesce(max(octet_length(dedupe_key)), 0),
@@ -31,13 +35,15 @@ WHERE ($1::text[] IS NULL OR queue = ANY($1::text[]))
     OR (state = 'ready' AND run_at > now() AND $3::bool)
     OR (state = 'dead' AND $4::bool))`
 
-	// moveExport: candidates in id order without locks, then each locked:
-	// the row by FOR UPDATE SKIP LOCKED (lease claimers skip it, and a row
-	// a claim took meanwhile fails the state recheck), the job's advisory
-	// key by pg_try_advisory_xact_lock (advisory claimers skip it, and a
-	// job an advisory claimer holds is passed over). Both locks last until
-	// the batch's transaction ends. The last column is the largest
-	// candidate id, the next batch's cursor.
+	// moveExport: candidates in id order without locks, then each locked
+	// on its own, by primary key in a LATERAL subquery (so that no plan
+	// can take locks on rows outside the batch): the row by FOR UPDATE
+	// SKIP LOCKED (lease claimers skip it, and a row a claim or a retry
+	// changed meanwhile fails the recheck of the filter), the job's
+	// advisory key by pg_try_advisory_xact_lock (advisory claimers skip
+	// it, and a job an advisory claimer holds is passed over). Both locks
+	// last until the batch's transaction ends. The last column is the
+	// largest candidate id, the next batch's cursor.
 	moveExportSQL = `WITH c AS MATERIALIZED (
     SELECT id FROM {{jobs}}
     WHERE id > $1
@@ -48,12 +54,18 @@ WHERE ($1::text[] IS NULL OR queue = ANY($1::text[]))
     ORDER BY id
     LIMIT $6
 ), locked AS (
-    SELECT j.id, j.queue, j.payload, j.priority, j.run_at, j.attempt, j.max_attempts, j.state,
-           j.last_error, j.dedupe_key, j.created_at
-    FROM {{jobs}} j JOIN c ON c.id = j.id
-    WHERE j.state IN ('ready', 'dead')
-      AND pg_try_advisory_xact_lock(j.tableoid::int4, j.id::bit(32)::int4)
-    FOR UPDATE OF j SKIP LOCKED
+    SELECT l.*
+    FROM c CROSS JOIN LATERAL (
+        SELECT j.id, j.queue, j.payload, j.priority, j.run_at, j.attempt, j.max_attempts, j.state,
+               j.last_error, j.dedupe_key, j.created_at
+        FROM {{jobs}} j
+        WHERE j.id = c.id
+          AND ((j.state = 'ready' AND j.run_at <= now() AND $3::bool)
+            OR (j.state = 'ready' AND j.run_at > now() AND $4::bool)
+            OR (j.state = 'dead' AND $5::bool))
+          AND pg_try_advisory_xact_lock(j.tableoid::int4, j.id::bit(32)::int4)
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS l
 )
 SELECT l.*, (SELECT max(id) FROM c) FROM (SELECT 1) AS one LEFT JOIN locked l ON true ORDER BY l.id`
 
@@ -82,16 +94,23 @@ FROM {{jobs}} j JOIN unnest($1::text[], $2::text[]) AS k(queue, dedupe_key)
 
 func (d *Driver) moveSQL(s string) string { return strings.ReplaceAll(s, tableMarker, d.stmts.table) }
 
-// Identity implements queue.Mover: postgres://host:port/database/table.
+// Identity implements queue.Mover: postgres://<system identifier>/<database>/<table>,
+// the same over a socket or TCP and from any address of the server. Where
+// the role may not call pg_control_system(), the server's address and port
+// stand in for the system identifier.
 func (d *Driver) Identity(ctx context.Context) (string, error) {
 	if d.closed.Load() {
 		return "", queue.ErrClosed
 	}
-	var host, port, db string
-	if err := d.pool.QueryRow(ctx, moveIdentitySQL).Scan(&host, &port, &db); err != nil {
+	var server, db string
+	err := d.pool.QueryRow(ctx, moveIdentitySQL).Scan(&server, &db)
+	if isCode(err, codeInsufficientPrivilege) {
+		err = d.pool.QueryRow(ctx, moveAddressSQL).Scan(&server, &db)
+	}
+	if err != nil {
 		return "", interpret("identity", err)
 	}
-	return fmt.Sprintf("postgres://%s:%s/%s/%s", host, port, db, d.stmts.table), nil
+	return fmt.Sprintf("postgres://%s/%s/%s", server, db, d.stmts.table), nil
 }
 
 // Survey implements queue.Mover.
@@ -109,9 +128,9 @@ func (d *Driver) Survey(ctx context.Context, f queue.ExportFilter) (queue.Survey
 }
 
 // Limits implements queue.Mover: bytea holds up to 1 GiB, dedupe_key is
-// varchar(200).
+// varchar(200) text.
 func (d *Driver) Limits(context.Context) (queue.MoveLimits, error) {
-	return queue.MoveLimits{Payload: 1<<30 - 1, KeyChars: 200}, nil
+	return queue.MoveLimits{Payload: 1<<30 - 1, KeyChars: 200, TextKeys: true}, nil
 }
 
 func queuesArg(qs []string) any {

@@ -78,7 +78,9 @@ type Survey struct {
 }
 
 // MoveLimits are the largest payload (bytes) and dedupe key (bytes and
-// characters) a table stores; zero means no limit of that kind.
+// characters) a table stores; zero means no limit of that kind. TextKeys
+// means a dedupe key must be valid UTF-8 without NUL bytes.
 type MoveLimits struct {
 	Payload, KeyBytes, KeyChars int64
+	TextKeys                    bool
 }

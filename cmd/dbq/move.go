@@ -234,6 +234,9 @@ func printMoveReport(w io.Writer, r *move.Report) {
 	if r.Left > 0 || r.Held > 0 {
 		fmt.Fprintf(w, "left on the source: %d selected jobs, %d held by workers (run move again once they are released)\n", r.Left, r.Held)
 	}
+	if r.Rejected > 0 {
+		fmt.Fprintf(w, "rejected: %d source jobs left in place: their dedupe keys are not text the destination can store\n", r.Rejected)
+	}
 	if r.Conflicts > 0 {
 		fmt.Fprintf(w, "conflicts: %d source jobs left in place: the destination holds other jobs with their dedupe keys\n", r.Conflicts)
 	}
