@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -78,4 +79,73 @@ func TestIDListPlansUsePrimaryKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClaimSkipsFutureJobsAhead: a SKIP LOCKED claim does not read the
+// scheduled jobs that sort ahead of the due ones (a lower priority number,
+// run_at in the future): with 100,000 of them ahead it touches a few
+// buffers of the claim index, not the hundreds of pages they fill.
+func TestClaimSkipsFutureJobsAhead(t *testing.T) {
+	q := newQueue(t, Config{Strategy: SkipLocked}, true)
+	d := driverOf(t, q)
+	ctx := testCtx(t)
+	if _, err := d.pool.Exec(ctx, `INSERT INTO `+d.stmts.table+` (queue, payload, priority, run_at, created_at)
+		SELECT 'f', '', -1, now() + interval '1 day', now() FROM generate_series(1, 100000)`); err != nil {
+		t.Fatal(err)
+	}
+	jobs := make([]queue.NewJob, 1000)
+	for i := range jobs {
+		jobs[i] = queue.NewJob{Queue: "f"}
+	}
+	if _, err := q.Enqueue(ctx, jobs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.pool.Exec(ctx, "ANALYZE "+d.stmts.table); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var plan string
+	err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+d.stmts.claimSkipLocked,
+		"f", int32(100), int64(1), int64(1_000_000)).Scan(&plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
+		t.Fatalf("plan %q: %v", plan, err)
+	}
+	if rows := doc[0].Plan.Rows; rows != 100 {
+		t.Fatalf("the claim took %d jobs, want 100", rows)
+	}
+	if blocks := doc[0].Plan.claimIndexBlocks(); blocks > 50 {
+		t.Fatalf("the claim read %d buffers of the claim index past 100,000 future jobs; want a few dozen\n%s", blocks, plan)
+	}
+}
+
+// planNode is a node of EXPLAIN (FORMAT JSON).
+type planNode struct {
+	Rows       int        `json:"Actual Rows"`
+	Index      string     `json:"Index Name"`
+	SharedHit  int        `json:"Shared Hit Blocks"`
+	SharedRead int        `json:"Shared Read Blocks"`
+	Plans      []planNode `json:"Plans"`
+}
+
+// claimIndexBlocks sums the buffers the plan's scans of the claim index
+// read.
+func (n planNode) claimIndexBlocks() int {
+	total := 0
+	if strings.HasSuffix(n.Index, "jobs_claim") {
+		total += n.SharedHit + n.SharedRead
+	}
+	for _, c := range n.Plans {
+		total += c.claimIndexBlocks()
+	}
+	return total
 }
