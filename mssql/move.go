@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf16"
@@ -75,38 +72,7 @@ func (d *Driver) moveSQL(name string) (string, error) {
 
 // renderMoveStatements renders the statements of sql/move/ for n.
 func renderMoveStatements(n dialect.Names) (statements, error) {
-	if err := n.Validate(); err != nil {
-		return nil, err
-	}
-	n = n.WithDefaults()
-	files, err := fs.Glob(moveFiles, "sql/move/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	out := statements{}
-	for _, f := range files {
-		src, err := moveFiles.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		// As renderStatements does: whole-line comments dropped, table
-		// names validated, quoted and qualified.
-		var b strings.Builder
-		for line := range strings.Lines(string(src)) {
-			if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "--") {
-				continue
-			}
-			b.WriteString(line)
-		}
-		s := tableMarker.ReplaceAllStringFunc(b.String(), func(m string) string {
-			return n.Qualified(dialect.MSSQL, n.Prefix+tableMarker.FindStringSubmatch(m)[1])
-		})
-		if strings.Contains(strings.ReplaceAll(s, rowsMarker, ""), "{{") {
-			return nil, fmt.Errorf("dbq: mssql statement %s: unknown marker", f)
-		}
-		out[strings.TrimSuffix(path.Base(f), ".sql")] = s
-	}
-	return out, nil
+	return renderFiles(moveFiles, "sql/move/*.sql", n)
 }
 
 // moveTable is the quoted, qualified jobs table.

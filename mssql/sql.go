@@ -54,17 +54,23 @@ type statements map[string]string
 // renderStatements loads every statement, drops its whole-line comments
 // and puts in the validated, quoted and qualified table names.
 func renderStatements(n dialect.Names) (statements, error) {
+	return renderFiles(sqlFiles, "sql/*.sql", n)
+}
+
+// renderFiles renders the statements of fsys that match pattern, as
+// renderStatements says.
+func renderFiles(fsys fs.FS, pattern string, n dialect.Names) (statements, error) {
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
 	n = n.WithDefaults()
-	files, err := fs.Glob(sqlFiles, "sql/*.sql")
+	files, err := fs.Glob(fsys, pattern)
 	if err != nil {
 		return nil, err
 	}
 	out := statements{}
 	for _, f := range files {
-		src, err := sqlFiles.ReadFile(f)
+		src, err := fs.ReadFile(fsys, f)
 		if err != nil {
 			return nil, err
 		}
