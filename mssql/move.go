@@ -371,7 +371,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 // importable checks a job for Import: what every dialect checks, and what
 // the columns of this one store.
 func importable(j *queue.Job) error {
-	if err := movekit.Importable(j); err != nil {
+	if err := movekit.Importable([]*queue.Job{j}); err != nil {
 		return err
 	}
 	if err := dialect.ValidateQueue(j.Queue); err != nil {

@@ -213,10 +213,8 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	for _, j := range jobs {
-		if err := movekit.Importable(j); err != nil {
-			return nil, err
-		}
+	if err := movekit.Importable(jobs); err != nil {
+		return nil, err
 	}
 	if len(jobs) == 0 {
 		return nil, nil

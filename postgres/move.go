@@ -259,10 +259,10 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 		runAts, createdAts             = make([]time.Time, n), make([]time.Time, n)
 		attempts, maxAttempts          = make([]int32, n), make([]int32, n)
 	)
+	if err := movekit.Importable(jobs); err != nil {
+		return nil, err
+	}
 	for i, j := range jobs {
-		if err := movekit.Importable(j); err != nil {
-			return nil, err
-		}
 		queues[i], states[i], keys[i] = j.Queue, string(j.State), j.DedupeKey
 		payloads[i], priorities[i], runAts[i] = j.Payload, j.Priority, j.RunAt
 		if payloads[i] == nil {

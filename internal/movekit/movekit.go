@@ -10,9 +10,18 @@ import (
 	"github.com/dbqueue/dbq/queue"
 )
 
-// Importable checks what every dialect's Import needs of a job: a dedupe
-// key that is valid text, and state ready or dead.
-func Importable(j *queue.Job) error {
+// Importable checks what every dialect's Import needs of each job: a
+// dedupe key that is valid text, and state ready or dead.
+func Importable(jobs []*queue.Job) error {
+	for _, j := range jobs {
+		if err := importable(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func importable(j *queue.Job) error {
 	switch {
 	case j.DedupeKey == "":
 		return fmt.Errorf("%w: import of job %d needs a dedupe key", queue.ErrInvalidJob, j.ID)
