@@ -16,13 +16,14 @@ COMPOSE_REQUIRE ?= postgres,mysql,mssql,sqlite
 
 .DEFAULT_GOAL := help
 
-.PHONY: help test test-short test-compose servers bench bench-go build demo lint clean
+.PHONY: help test test-short test-compose servers chaos bench bench-go build demo lint clean
 
 help:
 	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./..."
 	@echo "make test-short    go test -short ./... (no servers)"
 	@echo "make test-compose  docker compose up, go test -race ./... on every dialect, compose down"
 	@echo "make servers       only ensure the local PostgreSQL and MariaDB answer"
+	@echo "make chaos         fault harness, long form: 200,000 jobs, 16 workers, 50 kills, 2 server restarts per dialect"
 	@echo "make bench         dbq bench vs River vs raw SQL on PostgreSQL (table + bench.png)"
 	@echo "make bench-go      go test benchmarks of the hot paths, one iteration each"
 	@echo "make build         bin/dbq"
@@ -37,6 +38,12 @@ servers:
 test: servers
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# The fault harness's long form (internal/chaos; make test runs the short
+# one). It restarts the PostgreSQL and MariaDB servers the DSNs name, twice
+# each: everyone else using them sees it.
+chaos: servers
+	DBQ_CHAOS=long $(GO) test -race -count=1 -timeout 120m -v -run 'TestChaos$$' ./internal/chaos/
 
 test-short:
 	$(GO) test -short ./...

@@ -30,6 +30,7 @@ func workCmd(g *globals) *cobra.Command {
 		poll            time.Duration
 		metricsAddr     string
 		noWakeups       bool
+		ledger          *ledgerOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "work --queue Q [flags] -- command [args...]",
@@ -45,7 +46,12 @@ killed and their jobs released.
 --metrics ADDR serves Prometheus metrics at http://ADDR/metrics while the
 worker runs (see package metrics for the names): claims, runs by outcome,
 latencies, and every queue's depth, counted on each scrape.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if ledger.table != "" {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := g.config()
 			cfg.Lease = lease
@@ -69,7 +75,18 @@ latencies, and every queue's depth, counted on each scrape.`,
 				wcfg.Hooks = hooks
 				fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: metrics on http://%s/metrics\n", addr)
 			}
-			w, err := queue.NewWorker(q, commandHandler(args), wcfg)
+			var h queue.Handler
+			if ledger.table != "" {
+				l, err := ledger.open(g.dsn, g.schema, cfg.Logger)
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				h = l.handle
+			} else {
+				h = commandHandler(args)
+			}
+			w, err := queue.NewWorker(q, h, wcfg)
 			if err != nil {
 				return err
 			}
@@ -88,6 +105,7 @@ latencies, and every queue's depth, counted on each scrape.`,
 	f.DurationVar(&poll, "poll", time.Second, "pause after a claim that found fewer jobs than free slots")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090")
 	f.BoolVar(&noWakeups, "no-wakeups", false, "only poll, even where the database can wake idle workers (PostgreSQL LISTEN/NOTIFY)")
+	ledger = addLedgerFlags(f)
 	return cmd
 }
 

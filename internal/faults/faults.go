@@ -2,10 +2,9 @@
 // every dialect share: the payloads and names an attacker or a careless
 // caller sends, the payload round trip, and a goroutine leak check.
 //
-// The leak check is a small stand-in for go.uber.org/goleak (which the
-// module does not require): it snapshots the goroutines running before the
-// code under test starts and, after it has shut down, waits for every
-// goroutine started since to end.
+// The leak check is go.uber.org/goleak: it snapshots the goroutines
+// running before the code under test starts (IgnoreCurrent) and, after it
+// has shut down, waits for every goroutine started since to end.
 package faults
 
 import (
@@ -15,15 +14,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dbqueue/dbq/queue"
+	"go.uber.org/goleak"
 )
 
 // Quiet is a logger that drops everything, for code under test that logs
@@ -131,76 +128,45 @@ func abbrev(b []byte) string {
 	return fmt.Sprintf("%q", b)
 }
 
-var goroutineHeader = regexp.MustCompile(`^goroutine (\d+) \[`)
-
-// goroutines returns the stacks of all goroutines but the caller's, by id.
-func goroutines() map[int]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	out := map[int]string{}
-	for i, g := range strings.Split(string(buf), "\n\n") {
-		if i == 0 {
-			continue // the caller
-		}
-		m := goroutineHeader.FindStringSubmatch(g)
-		if m == nil {
-			continue
-		}
-		id, _ := strconv.Atoi(m[1])
-		out[id] = g
-	}
-	return out
-}
-
-// benign are goroutines that a leak check ignores: the runtime's and the
-// testing package's own, started lazily by whatever runs first.
+// benign are functions whose goroutines a leak check ignores wherever
+// they appear in the stack: the runtime's and the testing package's own,
+// which whatever runs first starts lazily and which outlive it by design.
 var benign = []string{
-	"testing.(*T).Run(", "testing.(*F).Fuzz(", "testing.tRunner(", "testing.runFuzzTests(", "testing.(*M).",
-	"os/signal.signal_recv", "os/signal.loop", "runtime.ensureSigM", "runtime/trace.",
-	"created by runtime.gc", "runtime.goexit1", "runtime.bgsweep", "runtime.bgscavenge", "runtime.forcegchelper",
-	"runtime.runfinq", "runtime.unique_runtime_registerUniqueMapCleanup",
+	"testing.(*T).Run", "testing.(*F).Fuzz", "testing.tRunner", "testing.runFuzzTests", "testing.(*M).Run",
+	"runtime/trace.Start", "runtime.ensureSigM", "runtime.unique_runtime_registerUniqueMapCleanup",
 }
 
-// Leaks snapshots the goroutines now running and returns a check to call
-// once the code under test has shut down: it fails t, listing their
-// stacks, if goroutines started since are still running after a grace
-// period of about 2 seconds. Tests that use it must not run in parallel
-// with others of their package.
+// leakGrace is how long a leak check waits for goroutines to end.
+const leakGrace = 2 * time.Second
+
+// Leaks snapshots the goroutines now running (goleak.IgnoreCurrent) and
+// returns a check to call once the code under test has shut down: it fails
+// t, listing their stacks, if goroutines started since are still running
+// after a grace period of about 2 seconds (goleak.Find, retried). Tests
+// that use it must not run in parallel with others of their package.
 func Leaks(t testing.TB) (check func()) {
 	t.Helper()
-	before := goroutines()
+	opts := []goleak.Option{goleak.IgnoreCurrent()}
+	for _, f := range benign {
+		opts = append(opts, goleak.IgnoreAnyFunction(f))
+	}
 	return func() {
 		t.Helper()
-		if left := leftover(before, 2*time.Second); len(left) > 0 {
-			t.Errorf("%d goroutine(s) leaked:\n\n%s", len(left), strings.Join(left, "\n\n"))
+		if err := findLeaks(leakGrace, opts...); err != nil {
+			t.Errorf("goroutine leak: %v", err)
 		}
 	}
 }
 
-// leftover waits up to grace for the goroutines not in before, and not
-// benign, to end, and returns the stacks of those still running.
-func leftover(before map[int]string, grace time.Duration) []string {
-	var left []string
-	for wait, total := time.Millisecond, time.Duration(0); ; wait *= 2 {
-		left = left[:0]
-		for id, g := range goroutines() {
-			if _, ok := before[id]; ok || slices.ContainsFunc(benign, func(s string) bool { return strings.Contains(g, s) }) {
-				continue
-			}
-			left = append(left, g)
+// findLeaks calls goleak.Find, which gives up after well under a second,
+// until it finds nothing or grace has passed, and returns its last error.
+func findLeaks(grace time.Duration, opts ...goleak.Option) error {
+	deadline := time.Now().Add(grace)
+	for {
+		err := goleak.Find(opts...)
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
-		if len(left) == 0 || total >= grace {
-			return left
-		}
-		time.Sleep(wait)
-		total += wait
 	}
 }
 
