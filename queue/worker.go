@@ -172,6 +172,10 @@ type running struct {
 // claimTimeout bounds one claim.
 const claimTimeout = 30 * time.Second
 
+// writeRetryFor is how long a worker retries writing a batch of results
+// (complete, retry, release) that fails with a transient error.
+const writeRetryFor = 15 * time.Second
+
 var errShutdown = errors.New("dbq: worker shut down")
 var errLeaseLostCause = errors.New("dbq: lease lost")
 
@@ -205,19 +209,30 @@ func (w *Worker) Run(ctx context.Context) error {
 	hardCtx, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardStop(nil)
 
-	results := make(chan result, w.cfg.Concurrency)
-	flushed := make(chan struct{})
-	go func() {
-		w.complete(claimer, results)
-		close(flushed)
-	}()
-
+	// inflight holds the jobs claimed and not yet settled: running, or run
+	// and waiting for their result to be written. The heartbeat renews the
+	// leases of all of them, so a result whose write is slow or retried is
+	// still this worker's when it lands.
 	var (
 		mu       sync.Mutex
 		inflight = map[int64]*running{}
 		wg       sync.WaitGroup
 		slots    = make(chan struct{}, w.cfg.Concurrency)
 	)
+	results := make(chan result, w.cfg.Concurrency)
+	flushed := make(chan struct{})
+	go func() {
+		w.complete(claimer, results, func(jobs []*Job) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, j := range jobs {
+				if r := inflight[j.ID]; r != nil && r.job == j {
+					delete(inflight, j.ID)
+				}
+			}
+		})
+		close(flushed)
+	}()
 	for range w.cfg.Concurrency {
 		slots <- struct{}{}
 	}
@@ -260,9 +275,6 @@ func (w *Worker) Run(ctx context.Context) error {
 			defer wg.Done()
 			res := w.run(jctx, j)
 			cancel(nil)
-			mu.Lock()
-			delete(inflight, j.ID)
-			mu.Unlock()
 			results <- res
 			slots <- struct{}{}
 		}()
@@ -453,9 +465,10 @@ func isSnooze(err error, delay *time.Duration) bool {
 // complete writes results in batches: whatever has arrived by the time the
 // previous batch is written goes in the next one. It counts each result
 // once its fate is known and reports it to the hooks.
-func (w *Worker) complete(c Claimer, results <-chan result) {
+func (w *Worker) complete(c Claimer, results <-chan result, settled func([]*Job)) {
 	const maxBatch = 500
 	ctx := context.Background()
+	var jobs []*Job // the batch's, to hand to settled
 	var (
 		batch     []result
 		completes []Lease
@@ -478,6 +491,7 @@ func (w *Worker) complete(c Claimer, results <-chan result) {
 			}
 		}
 		completes, retries, snoozes, releases = completes[:0], retries[:0], snoozes[:0], releases[:0]
+		jobs = jobs[:0]
 		for i := range batch {
 			r := &batch[i]
 			switch r.out {
@@ -513,6 +527,11 @@ func (w *Worker) complete(c Claimer, results <-chan result) {
 		write(failed, "retry", len(retries), func(ctx context.Context) error { return c.Retry(ctx, retries) })
 		write(snoozed, "snooze", len(snoozes), func(ctx context.Context) error { return c.Retry(ctx, snoozes) })
 		write(released, "release", len(releases), func(ctx context.Context) error { return c.Release(ctx, releases) })
+		for i := range batch {
+			jobs = append(jobs, batch[i].job)
+		}
+		settled(jobs)
+		clear(jobs)
 		for i := range batch {
 			r := &batch[i]
 			_, wasLost := lostIDs[r.job.ID]
@@ -555,13 +574,16 @@ func (w *Worker) settle(r *result, wasLost, unwritten bool) Outcome {
 	}
 }
 
-// write runs one batch write of n jobs, retrying transient failures a few
-// times, and returns the ids whose leases were lost, or the error that kept
-// the batch from being written. Such a batch is logged; its jobs come back
-// when their claims end (lease expiry or the claimer's connection
-// closing), so they run again rather than being lost.
+// write runs one batch write of n jobs, retrying transient failures for
+// up to writeRetryFor (long enough to ride out a database restart, while
+// the heartbeat keeps the jobs' leases), and returns the ids whose leases
+// were lost, or the error that kept the batch from being written. Such a
+// batch is logged; its jobs come back when their claims end (lease expiry
+// or the claimer's connection closing), so they run again rather than
+// being lost.
 func (w *Worker) write(ctx context.Context, what string, fn func(context.Context) error, n int) (lostIDs []int64, err error) {
-	for attempt := range 5 {
+	deadline := time.Now().Add(writeRetryFor)
+	for attempt := 0; ; attempt++ {
 		err = fn(ctx)
 		if err == nil {
 			return nil, nil
@@ -574,10 +596,10 @@ func (w *Worker) write(ctx context.Context, what string, fn func(context.Context
 			}
 			return lost.IDs, nil
 		}
-		if errors.Is(err, ErrClosed) {
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrNotMigrated) || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(Jitter(time.Duration(50<<attempt)*time.Millisecond, 0.5))
+		time.Sleep(Jitter(min(time.Duration(50<<min(attempt, 10))*time.Millisecond, time.Second), 0.5))
 	}
 	w.log.Error("dbq: could not record results; the jobs will run again", "op", what, "jobs", n, "err", err)
 	return nil, err

@@ -368,3 +368,89 @@ func TestOutcomeString(t *testing.T) {
 		t.Errorf("Outcome(99) = %q", s)
 	}
 }
+
+// flakyClaimer fails Complete with a transient error until failUntil, and
+// records which leases each Extend renewed, and when.
+type flakyClaimer struct {
+	queue.Claimer
+	failUntil atomic.Int64 // unix ns
+	mu        sync.Mutex
+	extends   map[int64][]time.Time
+}
+
+func (c *flakyClaimer) Complete(ctx context.Context, ls []queue.Lease) error {
+	if time.Now().UnixNano() < c.failUntil.Load() {
+		return errors.New("connection refused (server restarting)")
+	}
+	return c.Claimer.Complete(ctx, ls)
+}
+
+func (c *flakyClaimer) LeaseDuration() time.Duration {
+	return c.Claimer.(queue.LeaseDuration).LeaseDuration()
+}
+
+func (c *flakyClaimer) Extend(ctx context.Context, ls []queue.Lease) error {
+	c.mu.Lock()
+	for _, l := range ls {
+		c.extends[l.ID] = append(c.extends[l.ID], time.Now())
+	}
+	c.mu.Unlock()
+	return c.Claimer.Extend(ctx, ls)
+}
+
+type flakyDriver struct {
+	queue.Driver
+	c *flakyClaimer
+}
+
+func (d *flakyDriver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
+	c, err := d.Driver.NewClaimer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.c.Claimer = c
+	return d.c, nil
+}
+
+// A result whose write fails for a while (a database restart) is retried
+// for longer than a few tries, and the job's lease is renewed until the
+// write lands, so it completes once and is never taken back.
+func TestWorkerKeepsLeaseUntilResultWritten(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	fc := &flakyClaimer{extends: map[int64][]time.Time{}}
+	d := &flakyDriver{Driver: memq.New(lease).Driver(), c: fc}
+	q, _ := queue.New(d, queue.Config{})
+	ctx := context.Background()
+	ids, err := q.Enqueue(ctx, queue.NewJob{Queue: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var returned atomic.Int64
+	w, err := queue.NewWorker(q, func(context.Context, *queue.Job) error {
+		fc.failUntil.CompareAndSwap(0, time.Now().Add(2500*time.Millisecond).UnixNano())
+		returned.Store(time.Now().UnixNano())
+		return nil
+	}, queue.WorkerConfig{Queue: "w", PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runWorker(t, w)
+	waitFor(t, "the job to complete", func() bool { return w.Stats().Completed+w.Stats().LeasesLost > 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.Completed != 1 || st.LeasesLost != 0 || st.Claimed != 1 {
+		t.Fatalf("stats %+v: want 1 claimed, 1 completed, no lease lost", st)
+	}
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	after := 0
+	for _, at := range fc.extends[ids[0]] {
+		if at.UnixNano() > returned.Load() {
+			after++
+		}
+	}
+	if after < 3 {
+		t.Fatalf("the lease was renewed %d times after the handler returned, want it renewed while the write was retried", after)
+	}
+}
