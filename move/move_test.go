@@ -72,14 +72,30 @@ func (e endpoint) open(t *testing.T) *queue.Queue {
 
 var dialects = []dialect.Name{dialect.Postgres, dialect.MySQL, dialect.SQLite}
 
-// pairs runs fn for every ordered pair of distinct dialects.
+// pairs runs fn for every ordered pair of distinct dialects, the pairs in
+// parallel: each has its own tables.
 func pairs(t *testing.T, fn func(t *testing.T, from, to dialect.Name)) {
 	for _, from := range dialects {
 		for _, to := range dialects {
 			if from == to {
 				continue
 			}
-			t.Run(fmt.Sprintf("%s_to_%s", from, to), func(t *testing.T) { fn(t, from, to) })
+			t.Run(fmt.Sprintf("%s_to_%s", from, to), func(t *testing.T) {
+				t.Parallel()
+				fn(t, from, to)
+			})
+		}
+	}
+}
+
+// sequentialPairs is pairs one at a time, for a test whose workers must
+// not share the machine with another pair's.
+func sequentialPairs(t *testing.T, fn func(t *testing.T, from, to dialect.Name)) {
+	for _, from := range dialects {
+		for _, to := range dialects {
+			if from != to {
+				t.Run(fmt.Sprintf("%s_to_%s", from, to), func(t *testing.T) { fn(t, from, to) })
+			}
 		}
 	}
 }
@@ -445,7 +461,7 @@ func TestMoveKilledAndRerun(t *testing.T) {
 // both sides while a following move runs; once the producers stop and the
 // move ends, every job produced ran exactly once, on one side or the other.
 func TestMoveWhileLive(t *testing.T) {
-	pairs(t, func(t *testing.T, from, to dialect.Name) {
+	sequentialPairs(t, func(t *testing.T, from, to dialect.Name) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		src, dst := fresh(t, from).open(t), fresh(t, to).open(t)
