@@ -41,7 +41,11 @@ func TestLeastPrivilege(t *testing.T) {
 			if _, err := p.Up(ctx); err != nil {
 				t.Fatalf("migrate as the admin: %v", err)
 			}
-			defer p.DownTo(context.Background(), 0)
+			defer func() {
+				_, _ = p.DownTo(context.Background(), 0)
+				n := cfg.Names()
+				_, _ = admin.Exec("DROP TABLE IF EXISTS " + n.Qualified(c.d, n.Prefix+"schema_version"))
+			}()
 			role := strings.TrimSuffix(cfg.Prefix, "_")
 			names := cfg.Names()
 			tables := []string{names.Qualified(c.d, names.Jobs()), names.Qualified(c.d, names.Prefix+"queues")}

@@ -54,6 +54,8 @@ func fresh(t *testing.T, d dialect.Name) endpoint {
 		p, db, err := dbq.Migrator(context.Background(), e.dsn, e.cfg)
 		if err == nil {
 			_, _ = p.DownTo(context.Background(), 0)
+			n := e.cfg.Names()
+			_, _ = db.Exec("DROP TABLE IF EXISTS " + n.Qualified(d, n.Prefix+"schema_version"))
 			db.Close()
 		}
 	})
