@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,9 +27,6 @@ func TestAdminCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	if _, err := q.Paused(ctx); errors.Is(err, queue.ErrUnsupported) {
-		t.Skipf("the SQLite dialect does not implement queue.Admin yet (%v); the admin commands are untested", err)
-	}
 
 	// Four jobs: three made dead, one left ready.
 	ids, err := q.Enqueue(ctx, queue.NewJob{Queue: "adm", Payload: []byte(`{"n":1}`)}, queue.NewJob{Queue: "adm"},

@@ -81,9 +81,6 @@ func assertNoBenchTables(t *testing.T, path string) {
 // TestBenchServers runs the drain and enqueue sections, tiny, on each
 // server that answers, and prints the table.
 func TestBenchServers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs database servers")
-	}
 	for _, d := range []dialect.Name{dialect.Postgres, dialect.MySQL} {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -49,9 +49,6 @@ func buildDBQ(t *testing.T, dir string) string {
 // work` then finishes the rest, and the ledger holds every id once. The
 // first run also serves --metrics, scraped while it works.
 func TestWorkSIGTERMLosesNoJob(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the dbq binary")
-	}
 	t.Parallel()
 	bin := buildDBQ(t, t.TempDir())
 	dsns := []struct {
