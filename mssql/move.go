@@ -247,7 +247,7 @@ func (b *exportBatch) Commit(ctx context.Context, ids []int64) error {
 }
 
 func (b *exportBatch) delete(ctx context.Context, ids []int64) error {
-	ids = uniqueIDs(ids)
+	ids = distinctIDs(ids)
 	held := make(map[int64]bool, len(b.jobs))
 	for _, j := range b.jobs {
 		held[j.ID] = true
@@ -281,18 +281,6 @@ func (b *exportBatch) delete(ctx context.Context, ids []int64) error {
 func (b *exportBatch) Rollback() error {
 	b.once.Do(func() { _ = b.tx.Rollback() })
 	return nil
-}
-
-func uniqueIDs(ids []int64) []int64 {
-	seen := make(map[int64]bool, len(ids))
-	out := make([]int64, 0, len(ids))
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 // moveKey is a job's (queue, dedupe key).
