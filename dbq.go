@@ -85,12 +85,30 @@ func Open(ctx context.Context, dsn string, opts Options) (*queue.Queue, error) {
 // names, with the tables cfg names, and the *sql.DB it opened for it; close
 // that when done. Migrating needs DDL rights.
 func Migrator(ctx context.Context, dsn string, cfg queue.Config) (*goose.Provider, *sql.DB, error) {
-	d, err := dialect.ParseDSN(dsn)
-	if err != nil {
+	if _, err := dialect.ParseDSN(dsn); err != nil {
 		return nil, nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
+	}
+	db, d, err := OpenDB(ctx, dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := migrations.NewProvider(ctx, d, db, cfg.Names())
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return p, db, nil
+}
+
+// OpenDB opens a *sql.DB on the database dsn names, through the driver dbq
+// uses for its dialect, and checks that it answers. Close it when done.
+func OpenDB(ctx context.Context, dsn string) (*sql.DB, dialect.Name, error) {
+	d, err := dialect.ParseDSN(dsn)
+	if err != nil {
+		return nil, "", err
 	}
 	var db *sql.DB
 	switch d.Dialect {
@@ -102,18 +120,15 @@ func Migrator(ctx context.Context, dsn string, cfg queue.Config) (*goose.Provide
 		db, err = mssql.OpenDB(d.Driver)
 	case dialect.SQLite:
 		db, err = sqlite.OpenDB(d.Driver)
+	default:
+		err = fmt.Errorf("%w: %s", dialect.ErrUnknownScheme, d)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, nil, fmt.Errorf("dbq: connect to %s: %w", d, err)
+		return nil, "", fmt.Errorf("dbq: connect to %s: %w", d, err)
 	}
-	p, err := migrations.NewProvider(ctx, d.Dialect, db, cfg.Names())
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return p, db, nil
+	return db, d.Dialect, nil
 }

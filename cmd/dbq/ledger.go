@@ -9,11 +9,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/dbqueue/dbq"
 	"github.com/dbqueue/dbq/dialect"
-	"github.com/dbqueue/dbq/mysql"
-	"github.com/dbqueue/dbq/postgres"
 	"github.com/dbqueue/dbq/queue"
-	"github.com/dbqueue/dbq/sqlite"
 	"github.com/spf13/pflag"
 )
 
@@ -77,18 +75,13 @@ func (o *ledgerOptions) open(dsn, schema string, log *slog.Logger) (*ledger, err
 	if err != nil {
 		return nil, err
 	}
-	var db *sql.DB
-	switch d.Dialect {
-	case dialect.Postgres:
-		db, err = postgres.OpenDB(d.Driver)
-	case dialect.MySQL:
-		db, err = mysql.OpenDB(dsn)
-	case dialect.SQLite:
-		db, err = sqlite.OpenDB(d.Driver)
-	default:
+	if d.Dialect == dialect.MSSQL {
 		// The harness runs where a server runs here; SQL Server does not.
-		err = fmt.Errorf("%w: --ledger works on PostgreSQL, MySQL and SQLite, not %s", queue.ErrUnsupported, d.Dialect)
+		return nil, fmt.Errorf("%w: --ledger works on PostgreSQL, MySQL and SQLite, not %s", queue.ErrUnsupported, d.Dialect)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, _, err := dbq.OpenDB(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
