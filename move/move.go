@@ -64,11 +64,10 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/internal/movekit"
 	"github.com/dbqueue/dbq/queue"
 )
 
@@ -411,7 +410,7 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 		c := *j
 		if c.DedupeKey == "" {
 			c.DedupeKey = m.keyPrefix + strconv.FormatInt(j.ID, 10)
-		} else if m.limits.TextKeys && !validText(c.DedupeKey) {
+		} else if m.limits.TextKeys && movekit.ValidText(c.DedupeKey) != c.DedupeKey {
 			if !m.rejected[j.ID] {
 				m.rejected[j.ID] = true
 				m.log.Warn("dbq move: the destination stores only UTF-8 text keys without NUL; left on the source",
@@ -520,6 +519,3 @@ func Checksum(j *queue.Job) uint64 {
 }
 
 func sumHex(v uint64) string { return fmt.Sprintf("%016x", v) }
-
-// validText: s is UTF-8 without NUL bytes.
-func validText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
