@@ -322,8 +322,9 @@ var (
 // finds free ones: work that grows with claimers times their batches. So
 // when a walk passed more held rows than it locked, the next one starts at
 // the first row it locked (jobs before it were held then and are likely
-// done since); a resumed walk that finds fewer than n jobs is followed by
-// one from the head, as is every resumeEvery-th walk. A lone claimer never
+// done since). A resumed walk that finds nothing is followed at once by one
+// from the head; one that finds fewer than n jobs, and every
+// resumeEvery-th walk, leaves the next to start at the head. A lone claimer never
 // meets a held row and always walks from the head, in strict order.
 func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]lockedRow, error) {
 	heldIDs := make([]int64, 0, len(c.held))
