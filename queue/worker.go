@@ -606,34 +606,48 @@ func (w *Worker) write(ctx context.Context, what string, fn func(context.Context
 }
 
 // heartbeat extends the leases of running jobs every interval until ctx is
-// done, and cancels jobs whose lease was lost.
+// done, and cancels jobs whose lease was lost. Each Extend may take at most
+// one interval: one stuck on a dead connection or a lock wait would
+// otherwise hold up every renewal behind it while the leases run out.
+// After a failed Extend the next try comes an eighth of an interval later
+// (backing off to a whole one while it keeps failing), so a lease of three
+// intervals gets at least two more tries after a miss.
 func (w *Worker) heartbeat(ctx context.Context, c Claimer, every time.Duration, held func() []Lease, lostFn func([]int64)) {
 	if every <= 0 {
 		every = time.Millisecond
 	}
-	t := time.NewTicker(every)
+	t := time.NewTimer(every)
 	defer t.Stop()
+	fails := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		ls := held()
-		if len(ls) == 0 {
-			continue
-		}
-		err := c.Extend(ctx, ls)
-		var lost *LeaseLostError
-		switch {
-		case errors.As(err, &lost):
-			w.log.Warn("dbq: leases lost; cancelling their handlers", "ids", lost.IDs)
-			if w.hooks != nil {
-				w.hooks.LeasesLost(w.cfg.Queue, lost.IDs)
+		next := every
+		if ls := held(); len(ls) > 0 {
+			ectx, cancel := context.WithTimeout(ctx, every)
+			err := c.Extend(ectx, ls)
+			cancel()
+			var lost *LeaseLostError
+			if err == nil || errors.As(err, &lost) {
+				fails = 0
 			}
-			lostFn(lost.IDs)
-		case err != nil && ctx.Err() == nil:
-			w.log.Warn("dbq: heartbeat failed", "err", err)
+			switch {
+			case errors.As(err, &lost):
+				w.log.Warn("dbq: leases lost; cancelling their handlers", "ids", lost.IDs)
+				if w.hooks != nil {
+					w.hooks.LeasesLost(w.cfg.Queue, lost.IDs)
+				}
+				lostFn(lost.IDs)
+			case err != nil && ctx.Err() == nil:
+				w.log.Warn("dbq: heartbeat failed", "err", err)
+				// every/8, /4, /2, then every interval while it keeps failing.
+				next = Jitter(min(every, every/8<<min(fails, 3)), 0.5)
+				fails++
+			}
 		}
+		t.Reset(next)
 	}
 }

@@ -454,3 +454,83 @@ func TestWorkerKeepsLeaseUntilResultWritten(t *testing.T) {
 		t.Fatalf("the lease was renewed %d times after the handler returned, want it renewed while the write was retried", after)
 	}
 }
+
+// stuckExtendClaimer's first Extend hangs until its context ends, as one on
+// a dead connection or behind a lock would; it counts the Extends that
+// renewed leases afterwards.
+type stuckExtendClaimer struct {
+	queue.Claimer
+	calls, renewed atomic.Int32
+	deadline       atomic.Bool // the stuck call had a deadline
+}
+
+func (c *stuckExtendClaimer) LeaseDuration() time.Duration {
+	return c.Claimer.(queue.LeaseDuration).LeaseDuration()
+}
+
+func (c *stuckExtendClaimer) Extend(ctx context.Context, ls []queue.Lease) error {
+	if c.calls.Add(1) == 1 {
+		_, ok := ctx.Deadline()
+		c.deadline.Store(ok)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	err := c.Claimer.Extend(ctx, ls)
+	if err == nil {
+		c.renewed.Add(1)
+	}
+	return err
+}
+
+type stuckExtendDriver struct {
+	queue.Driver
+	c *stuckExtendClaimer
+}
+
+func (d *stuckExtendDriver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
+	c, err := d.Driver.NewClaimer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d.c.Claimer = c
+	return d.c, nil
+}
+
+// A heartbeat whose Extend hangs is cut off after one interval and tried
+// again at once, so one stuck call does not stop the renewals that keep a
+// running job's lease.
+func TestWorkerHeartbeatOutlivesStuckExtend(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	sc := &stuckExtendClaimer{}
+	d := &stuckExtendDriver{Driver: memq.New(lease).Driver(), c: sc}
+	q, _ := queue.New(d, queue.Config{})
+	if _, err := q.Enqueue(context.Background(), queue.NewJob{Queue: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var renewedWhileRunning atomic.Int32
+	w, err := queue.NewWorker(q, func(context.Context, *queue.Job) error {
+		<-release
+		renewedWhileRunning.Store(sc.renewed.Load())
+		return nil
+	}, queue.WorkerConfig{Queue: "w", PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runWorker(t, w)
+	waitFor(t, "two renewals after the stuck Extend", func() bool { return sc.renewed.Load() >= 2 })
+	close(release)
+	waitFor(t, "the job to complete", func() bool { return w.Stats().Completed+w.Stats().LeasesLost > 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !sc.deadline.Load() {
+		t.Error("the heartbeat's Extend had no deadline")
+	}
+	if st := w.Stats(); st.Completed != 1 || st.LeasesLost != 0 {
+		t.Fatalf("stats %+v: want 1 completed, no lease lost", st)
+	}
+	if n := renewedWhileRunning.Load(); n < 2 {
+		t.Fatalf("%d renewals while the handler ran, want at least 2", n)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/dbqueue/dbq/bench"
 	"github.com/spf13/cobra"
@@ -17,6 +18,7 @@ func benchCmd(g *globals) *cobra.Command {
 		plotFile string
 		merge    []string
 		sections []string
+		cpuProf  string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -62,6 +64,13 @@ an idle queue, and steady-state throughput. It works on tables of its own
 			if err != nil {
 				return err
 			}
+			if cpuProf != "" {
+				stop, err := startCPUProfile(cpuProf)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			rows, err := r.Run(cmd.Context())
 			for _, file := range merge {
 				more, merr := readRows(file)
@@ -99,7 +108,25 @@ an idle queue, and steady-state throughput. It works on tables of its own
 	f.IntVar(&cfg.SteadyTotal, "steady-total", 0, "jobs worked in the steady-state section (default 1000000)")
 	f.IntVar(&cfg.SteadyWindow, "steady-window", 0, "first and last window compared there (default 100000)")
 	f.StringVar(&plotFile, "plot", "", "draw drain throughput vs workers to this file (.png, .svg)")
+	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	return cmd
+}
+
+// startCPUProfile profiles this process's CPU until the returned function
+// is called.
+func startCPUProfile(file string) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func readRows(file string) ([]bench.Row, error) {

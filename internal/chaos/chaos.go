@@ -74,6 +74,10 @@ type Config struct {
 	Seed uint64
 	// Logf receives progress lines. Default: none.
 	Logf func(format string, args ...any)
+	// LogDir, when set, receives each worker's whole log as
+	// worker-<n>-<pid>.log, for reading after a failed run. Default: only
+	// the last lines of a worker that failed are kept, in the problems.
+	LogDir string
 }
 
 func (c Config) withDefaults() Config {

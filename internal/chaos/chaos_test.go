@@ -62,6 +62,9 @@ func TestChaos(t *testing.T) {
 				Jobs:     10000, Workers: 4, Kills: 5, Freezes: 1, Cuts: 1,
 				Concurrency: 16, Timeout: 8 * time.Minute,
 				Logf: t.Logf,
+				// DBQ_CHAOS_LOGS names a directory that keeps every
+				// worker's whole log.
+				LogDir: os.Getenv("DBQ_CHAOS_LOGS"),
 			}
 			if long() {
 				cfg.Jobs, cfg.Workers, cfg.Kills, cfg.Freezes, cfg.Cuts, cfg.Restarts = 200000, 16, 50, 4, 4, 2

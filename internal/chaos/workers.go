@@ -5,8 +5,11 @@ package chaos
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -72,18 +75,38 @@ func (f *fleet) start() (*worker, error) {
 		"--ledger-delay", h.cfg.HandlerDelay.String())
 	w.cmd = exec.Command(h.cfg.Bin, args...)
 	w.cmd.Stderr = w.logs
+	var logFile *os.File
+	if h.cfg.LogDir != "" {
+		// The file is named by pid once the process exists; until then
+		// it is opened under the worker's number.
+		var err error
+		logFile, err = os.Create(filepath.Join(h.cfg.LogDir, fmt.Sprintf("worker-%d.log", n)))
+		if err != nil {
+			return nil, fmt.Errorf("chaos: worker log: %w", err)
+		}
+		w.cmd.Stderr = io.MultiWriter(w.logs, logFile)
+	}
 	// Should the harness die, its workers die with it rather than drain
 	// a shared database's table forever.
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := w.cmd.Start(); err != nil {
+		if logFile != nil {
+			logFile.Close()
+		}
 		return nil, fmt.Errorf("chaos: start worker: %w", err)
 	}
 	w.pid = w.cmd.Process.Pid
+	if logFile != nil {
+		os.Rename(logFile.Name(), filepath.Join(h.cfg.LogDir, fmt.Sprintf("worker-%d-%d.log", n, w.pid)))
+	}
 	f.mu.Lock()
 	f.all = append(f.all, w)
 	f.mu.Unlock()
 	go func() {
 		err := w.cmd.Wait()
+		if logFile != nil {
+			logFile.Close()
+		}
 		f.mu.Lock()
 		planned := w.planned
 		f.mu.Unlock()
