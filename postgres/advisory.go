@@ -295,7 +295,7 @@ func (c *AdvisoryClaimer) Claim(ctx context.Context, queueName string, n int) ([
 }
 
 // lockedRow is a row claim_advisory.sql locked, with the count of rows its
-// walk passed because other sessions held them.
+// walk passed before it because other sessions held them.
 type lockedRow struct {
 	ID       int64
 	NS       int32
@@ -346,7 +346,7 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 			return nil, err
 		}
 		c.resume = nil
-		if len(locked) > 0 && int(locked[0].Skipped) > len(locked) && len(locked) == n {
+		if len(locked) > 0 && int(locked[len(locked)-1].Skipped) > len(locked) && len(locked) == n {
 			first := locked[0]
 			for _, l := range locked[1:] {
 				if cmp.Or(cmp.Compare(l.Priority, first.Priority), l.RunAt.Compare(first.RunAt), cmp.Compare(l.ID, first.ID)) < 0 {

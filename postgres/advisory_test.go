@@ -278,3 +278,64 @@ func TestAdvisoryCancelMidWalkLeaksNothing(t *testing.T) {
 		t.Fatal("no claim was cut off after it had locked rows; the test proves nothing")
 	}
 }
+
+// TestAdvisoryWalkCountsSkipped: a walk counts the rows it passed because
+// another session held them, row by row, and starts from zero each time;
+// a claimer that skipped more than it locked resumes its next walk at the
+// first row it locked rather than at the head.
+func TestAdvisoryWalkCountsSkipped(t *testing.T) {
+	q := newQueue(t, Config{}, true)
+	ctx := testCtx(t)
+	ids := enqueueN(t, q, "w", 100)
+	a, b := advisoryClaimer(t, q), advisoryClaimer(t, q)
+	held := claim(t, a, "w", 30) // the first 30 in claim order
+	if !slices.Equal(jobIDs(held), ids[:30]) {
+		t.Fatalf("first claimer took %v, want the first 30 of %v", jobIDs(held), ids)
+	}
+	b.mu.Lock()
+	rows, err := b.walk(ctx, "w", []int64{}, 5, headPriority, headRunAt, 0)
+	b.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 5 {
+		t.Fatalf("walk locked %d rows, want 5", len(rows))
+	}
+	for i, r := range rows {
+		if r.ID != ids[30+i] || r.Skipped != 30 {
+			t.Fatalf("row %d: id %d skipped %d, want id %d skipped 30", i, r.ID, r.Skipped, ids[30+i])
+		}
+	}
+	// A second walk of the same session counts afresh.
+	b.mu.Lock()
+	rows, err = b.walk(ctx, "w", []int64{ids[30], ids[31], ids[32], ids[33], ids[34]}, 1, headPriority, headRunAt, 0)
+	b.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].ID != ids[35] || rows[0].Skipped != 30 {
+		t.Fatalf("second walk: %+v, want id %d skipped 30 (held ids are passed over, not counted)", rows, ids[35])
+	}
+	// Through Claim: skipping 36 (30 held by a, 6 by b's walks) to lock 5
+	// leaves the next walk resuming.
+	c := advisoryClaimer(t, q)
+	got := claim(t, c, "w", 5)
+	if !slices.Equal(jobIDs(got), ids[36:41]) {
+		t.Fatalf("claim took %v, want %v", jobIDs(got), ids[36:41])
+	}
+	c.mu.Lock()
+	resume := c.resume
+	c.mu.Unlock()
+	if resume == nil || resume.ID != ids[36] {
+		t.Fatalf("resume point %+v, want the first row locked, %d", resume, ids[36])
+	}
+	wantLocks(t, "after the walks", a, ids[:30])
+}
+
+func jobIDs(jobs []*queue.Job) []int64 {
+	out := make([]int64, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,9 +13,10 @@ import (
 
 // Defaults for [Config] fields left zero.
 const (
-	DefaultMaxPayloadBytes = 1 << 20
-	DefaultMaxAttempts     = 25
-	DefaultLease           = 5 * time.Minute
+	DefaultMaxPayloadBytes  = 1 << 20
+	DefaultMaxAttempts      = 25
+	DefaultLease            = 5 * time.Minute
+	DefaultClaimConcurrency = 4
 )
 
 // Config holds the knobs every dialect shares. Dialects embed it in their own
@@ -34,6 +36,14 @@ type Config struct {
 	Lease time.Duration
 	// Logger receives the library's logs. Default: slog.Default().
 	Logger *slog.Logger
+	// ClaimConcurrency is how many claims the Workers of this Queue run at
+	// once on one queue name; the others wait their turn. Claims on one
+	// queue compete for the same rows at the head of its index, and past a
+	// few at once they spend their time stepping over each other's locks
+	// (on PostgreSQL the plain SKIP LOCKED loop does 146,000 jobs/s with 4
+	// connections and 29,000 with 64). Workers in other processes are not
+	// counted. Default 4; -1 for no limit.
+	ClaimConcurrency int
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -53,6 +63,9 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.ClaimConcurrency == 0 {
+		c.ClaimConcurrency = DefaultClaimConcurrency
+	}
 	return c
 }
 
@@ -70,6 +83,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxAttempts %d < 1", ErrInvalidConfig, c.MaxAttempts)
 	case c.Lease < time.Millisecond:
 		return fmt.Errorf("%w: Lease %v < 1ms", ErrInvalidConfig, c.Lease)
+	case c.ClaimConcurrency < -1:
+		return fmt.Errorf("%w: ClaimConcurrency %d (want > 0, or -1 for no limit)", ErrInvalidConfig, c.ClaimConcurrency)
 	}
 	return nil
 }
@@ -86,6 +101,28 @@ type Queue struct {
 	drv    Driver
 	cfg    Config
 	closed atomic.Bool
+
+	claimMu    sync.Mutex
+	claimSlots map[string]chan struct{} // per queue name; see ClaimConcurrency
+}
+
+// claimSlot returns the semaphore that bounds concurrent claims on queue
+// name, or nil when they are not bounded.
+func (q *Queue) claimSlot(name string) chan struct{} {
+	if q.cfg.ClaimConcurrency < 0 {
+		return nil
+	}
+	q.claimMu.Lock()
+	defer q.claimMu.Unlock()
+	s := q.claimSlots[name]
+	if s == nil {
+		if q.claimSlots == nil {
+			q.claimSlots = map[string]chan struct{}{}
+		}
+		s = make(chan struct{}, q.cfg.ClaimConcurrency)
+		q.claimSlots[name] = s
+	}
+	return s
 }
 
 // New returns a Queue over drv. Dialect constructors call it; users call the

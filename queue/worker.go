@@ -280,6 +280,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}()
 	}
 
+	claimSlot := w.q.claimSlot(w.cfg.Queue)
 	backoff := time.Duration(0)
 claimLoop:
 	for {
@@ -288,6 +289,16 @@ claimLoop:
 		case <-ctx.Done():
 			break claimLoop
 		case <-slots:
+		}
+		// Wait for this queue's turn to claim (Config.ClaimConcurrency);
+		// slots freed meanwhile join the batch.
+		if claimSlot != nil {
+			select {
+			case <-ctx.Done():
+				slots <- struct{}{}
+				break claimLoop
+			case claimSlot <- struct{}{}:
+			}
 		}
 		free := 1
 	take:
@@ -309,6 +320,9 @@ claimLoop:
 		}
 		jobs, err := claimer.Claim(cctx, w.cfg.Queue, free)
 		ccancel()
+		if claimSlot != nil {
+			<-claimSlot
+		}
 		if w.hooks != nil {
 			w.hooks.ClaimDone(w.cfg.Queue, free, len(jobs), time.Since(began), err)
 		}

@@ -534,3 +534,70 @@ func TestWorkerHeartbeatOutlivesStuckExtend(t *testing.T) {
 		t.Fatalf("%d renewals while the handler ran, want at least 2", n)
 	}
 }
+
+// countingClaimer records the most Claims it saw running at once.
+type countingClaimer struct {
+	queue.Claimer
+	now, peak *atomic.Int32
+}
+
+func (c *countingClaimer) Claim(ctx context.Context, name string, n int) ([]*queue.Job, error) {
+	cur := c.now.Add(1)
+	defer c.now.Add(-1)
+	for {
+		p := c.peak.Load()
+		if cur <= p || c.peak.CompareAndSwap(p, cur) {
+			break
+		}
+	}
+	time.Sleep(2 * time.Millisecond) // long enough for claims to overlap
+	return c.Claimer.Claim(ctx, name, n)
+}
+
+type countingDriver struct {
+	queue.Driver
+	now, peak atomic.Int32
+}
+
+func (d *countingDriver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
+	c, err := d.Driver.NewClaimer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &countingClaimer{Claimer: c, now: &d.now, peak: &d.peak}, nil
+}
+
+// Workers of one Queue run at most Config.ClaimConcurrency claims on a
+// queue name at once, and no fewer when they can; -1 lifts the limit.
+func TestWorkersShareClaimConcurrency(t *testing.T) {
+	for _, tc := range []struct{ limit, want int32 }{{1, 1}, {3, 3}, {-1, 8}} {
+		d := &countingDriver{Driver: memq.New(time.Minute).Driver()}
+		q, err := queue.New(d, queue.Config{ClaimConcurrency: int(tc.limit)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stops []func() error
+		for range 8 {
+			// An empty queue: every worker keeps claiming, polling at once.
+			w, err := queue.NewWorker(q, func(context.Context, *queue.Job) error { return nil },
+				queue.WorkerConfig{Queue: "c", PollInterval: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stops = append(stops, runWorker(t, w))
+		}
+		waitFor(t, "claims to overlap", func() bool { return d.peak.Load() >= tc.want })
+		time.Sleep(50 * time.Millisecond)
+		for _, stop := range stops {
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := d.peak.Load(); got != tc.want {
+			t.Errorf("ClaimConcurrency %d: up to %d claims at once, want %d", tc.limit, got, tc.want)
+		}
+	}
+	if _, err := queue.New(memq.New(time.Minute).Driver(), queue.Config{ClaimConcurrency: -2}); !errors.Is(err, queue.ErrInvalidConfig) {
+		t.Errorf("ClaimConcurrency -2: %v, want ErrInvalidConfig", err)
+	}
+}
