@@ -108,7 +108,7 @@ func TestClaimSkipsFutureJobsAhead(t *testing.T) {
 		args      []any
 		max       int // the walk's 100 index descents cost about 4 buffers each
 	}{
-		{"skiplocked", d.stmts.claimSkipLocked, []any{"f", int32(100), int64(1), int64(1_000_000)}, 50},
+		{"skiplocked", d.stmts.claimSkipLocked, []any{"f", int32(100), int64(1), int64(1_000_000), headPriority, headRunAt, int64(0)}, 50},
 		{"advisory", d.stmts.claimAdvisory, []any{"f", []int64{}, int32(100), headPriority, headRunAt, int64(0)}, 550},
 	} {
 		t.Run(c.name, func(t *testing.T) {

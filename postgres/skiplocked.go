@@ -32,6 +32,13 @@ type SkipLockedClaimer struct {
 	held      map[int64]int64 // id → token of the claims this claimer made, for Close
 	closed    atomic.Bool     // set under mu, read without it by check
 	abandoned bool
+	starts    map[string]*claimStart // by queue name; guarded by mu
+}
+
+// claimStart is where a claimer's next claim on a queue begins.
+type claimStart struct {
+	from   *queue.Job // the first job of its last full claim; nil: the head
+	claims int
 }
 
 var (
@@ -40,7 +47,7 @@ var (
 )
 
 func newSkipLockedClaimer(d *Driver) *SkipLockedClaimer {
-	return &SkipLockedClaimer{d: d, held: map[int64]int64{}}
+	return &SkipLockedClaimer{d: d, held: map[int64]int64{}, starts: map[string]*claimStart{}}
 }
 
 // LeaseDuration returns Config.Lease: the Worker extends running jobs every
@@ -103,7 +110,13 @@ func (c *SkipLockedClaimer) Claim(ctx context.Context, queueName string, n int) 
 		c.d.log.Warn("dbq: postgres: rescue of expired leases failed", "err", err)
 	}
 	token := rand.Int64N(math.MaxInt64-1) + 1
-	jobs, err := c.claim(ctx, queueName, n, token)
+	from := c.from(queueName)
+	jobs, err := c.claim(ctx, queueName, n, token, from)
+	if err == nil && len(jobs) == 0 && from != nil {
+		// Nothing past where the last claim began: look from the head.
+		from = nil
+		jobs, err = c.claim(ctx, queueName, n, token, nil)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -115,12 +128,69 @@ func (c *SkipLockedClaimer) Claim(ctx context.Context, queueName string, n int) 
 	slices.SortFunc(jobs, func(a, b *queue.Job) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
 	})
+	c.began(queueName, jobs, n)
 	return jobs, nil
 }
 
-// claim runs claim_skiplocked.sql on a connection of the pool, under
-// guard, and returns the jobs it claimed with token.
-func (c *SkipLockedClaimer) claim(ctx context.Context, queueName string, n int, token int64) ([]*queue.Job, error) {
+// restartEvery: a claimer that starts its claims where the last one began
+// still starts every restartEvery-th claim at the head, where jobs other
+// claimers released (or enqueued with an old run_at) come back.
+const restartEvery = 16
+
+// from returns where the next claim on queue begins: nil for the head.
+//
+// Until vacuum, the claim index keeps an entry for each job claimed since,
+// at the head of its priority, and a claim from the head reads past all of
+// them: claims slow down the longer a busy queue goes without vacuum. So
+// after a claim that filled its batch, the next starts in that priority at
+// the first job the claim took; jobs before it were then taken or locked
+// by others. Lower priorities are always read from their start, so a new
+// urgent job is never passed over.
+func (c *SkipLockedClaimer) from(queueName string) *queue.Job {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.starts[queueName]
+	if st == nil {
+		return nil
+	}
+	st.claims++
+	if st.claims%restartEvery == 0 {
+		return nil
+	}
+	return st.from
+}
+
+// began records where a claim of n that took jobs (in claim order) began.
+// One that did not fill its batch leaves the next to start at the head.
+func (c *SkipLockedClaimer) began(queueName string, jobs []*queue.Job, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.starts[queueName]
+	if st == nil {
+		if len(c.starts) >= maxClaimStarts {
+			clear(c.starts)
+		}
+		st = &claimStart{}
+		c.starts[queueName] = st
+	}
+	st.from = nil
+	if len(jobs) == n && n > 0 {
+		j := jobs[0]
+		st.from = &queue.Job{Priority: j.Priority, RunAt: j.RunAt, ID: j.ID}
+	}
+}
+
+// maxClaimStarts bounds the queues a claimer remembers a start for.
+const maxClaimStarts = 1024
+
+// claim runs claim_skiplocked.sql from a start (nil: the head) on a
+// connection of the pool, under guard, and returns the jobs it claimed
+// with token.
+func (c *SkipLockedClaimer) claim(ctx context.Context, queueName string, n int, token int64, from *queue.Job) ([]*queue.Job, error) {
+	priority, runAt, fromID := headPriority, headRunAt, int64(0)
+	if from != nil {
+		priority, runAt, fromID = from.Priority, pgtype.Timestamptz{Time: from.RunAt, Valid: true}, from.ID
+	}
 	conn, err := c.d.pool.Acquire(ctx)
 	if err != nil {
 		return nil, interpret("claim", err)
@@ -131,7 +201,7 @@ func (c *SkipLockedClaimer) claim(ctx context.Context, queueName string, n int, 
 	}
 	gctx, done := guard(ctx, conn.Conn().PgConn())
 	defer done()
-	rows, err := conn.Query(gctx, c.d.stmts.claimSkipLocked, queueName, int64(n), token, c.d.leaseUS)
+	rows, err := conn.Query(gctx, c.d.stmts.claimSkipLocked, queueName, int64(n), token, c.d.leaseUS, priority, runAt, fromID)
 	if err != nil {
 		return nil, failed(ctx, "claim", err)
 	}

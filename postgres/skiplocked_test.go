@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/dbqueue/dbq/internal/dbtest"
 	"github.com/dbqueue/dbq/queue"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -226,6 +228,94 @@ func TestWithoutPreparedStatements(t *testing.T) {
 					t.Fatalf("duplicate: %v", err)
 				}
 			})
+		}
+	}
+}
+
+// claimIndexBlocks runs claim_skiplocked.sql for 100 jobs of queue from a
+// start (nil: the head) under EXPLAIN ANALYZE in a transaction it rolls
+// back, and returns the buffers of the claim index it read.
+func claimIndexBlocks(t *testing.T, d *Driver, queueName string, from *queue.Job) int {
+	t.Helper()
+	ctx := testCtx(t)
+	priority, runAt, id := headPriority, headRunAt, int64(0)
+	if from != nil {
+		priority, runAt, id = from.Priority, pgtype.Timestamptz{Time: from.RunAt, Valid: true}, from.ID
+	}
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var plan string
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+d.stmts.claimSkipLocked,
+		queueName, int32(100), int64(1), int64(1_000_000), priority, runAt, id).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	var doc []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
+		t.Fatalf("plan %q: %v", plan, err)
+	}
+	if rows := doc[0].Plan.Rows; rows != 100 {
+		t.Fatalf("the claim took %d jobs, want 100", rows)
+	}
+	return doc[0].Plan.claimIndexBlocks()
+}
+
+// TestSkipLockedClaimStartsWhereLastBegan: with no vacuum, the claim index
+// keeps the entries of jobs claimed since, and a claim from the head reads
+// past them all; a claimer starts where its last full claim began and
+// reads a few pages. Urgent jobs (a lower priority number) still come
+// first, and a job given back behind the start comes back within
+// restartEvery claims.
+func TestSkipLockedClaimStartsWhereLastBegan(t *testing.T) {
+	q := newQueue(t, Config{Strategy: SkipLocked}, true)
+	d := driverOf(t, q)
+	ctx := testCtx(t)
+	if _, err := d.pool.Exec(ctx, "ALTER TABLE "+d.stmts.table+" SET (autovacuum_enabled = false)"); err != nil {
+		t.Fatal(err)
+	}
+	enqueueN(t, q, "s", 20000)
+	c := newClaimer(t, q).(*SkipLockedClaimer)
+	for range 150 {
+		jobs := claim(t, c, "s", 100)
+		if err := c.Complete(ctx, queue.Leases(jobs)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mu.Lock()
+	from := c.starts["s"].from
+	c.mu.Unlock()
+	if from == nil {
+		t.Fatal("no start after full claims")
+	}
+	head, started := claimIndexBlocks(t, d, "s", nil), claimIndexBlocks(t, d, "s", from)
+	t.Logf("claim index buffers after 15,000 claimed: %d from the head, %d from the start", head, started)
+	if started > 20 || started*4 > head {
+		t.Fatalf("a claim from the start read %d buffers of the claim index, from the head %d", started, head)
+	}
+
+	urgent, err := q.Enqueue(ctx, queue.NewJob{Queue: "s", Priority: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, c, "s", 1); len(got) != 1 || got[0].ID != urgent[0] {
+		t.Fatalf("claimed %v, want the urgent job %d first", jobIDs(got), urgent[0])
+	}
+
+	behind := claim(t, c, "s", 100)
+	claim(t, c, "s", 100) // the start is now past all of behind
+	if err := c.Release(ctx, queue.Leases(behind[:1])); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if i == restartEvery {
+			t.Fatalf("job %d given back behind the start was not claimed in %d claims", behind[0].ID, restartEvery)
+		}
+		if got := claim(t, c, "s", 1); len(got) == 1 && got[0].ID == behind[0].ID {
+			break
 		}
 	}
 }

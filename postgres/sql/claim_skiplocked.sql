@@ -4,43 +4,89 @@
 -- claimed with token $3 until now() + $4 µs. One autocommit statement, so
 -- it holds no session state and works behind PgBouncer in transaction mode.
 --
--- The candidates are read one priority at a time: prio walks the distinct
--- priorities of the queue's ready jobs in order (one index descent each)
--- and keeps those with a job due now, and each is read as its own range of
--- the claim index, (queue, priority, run_at <= now()). A single range in
+-- The candidates are read one priority at a time, each as its own range of
+-- the claim index, (queue, priority, run_at <= now()): a single range in
 -- (priority, run_at, id) order would pass every future job of a lower
--- priority number before reaching a due job of a higher one: a million
+-- priority number before reaching a due job of a higher one, and a million
 -- scheduled jobs ahead cost a million index entries per claim. The nested
--- loop runs lazily and the LIMIT stops it, so a priority's rows are locked
--- only when the ones before it did not fill the batch.
+-- loops run lazily and the LIMIT stops them, so a priority's rows are
+-- locked only when the ones before it did not fill the batch.
+--
+-- The claim starts at ($5, $6, $7) in claim order (skiplocked.go, from):
+-- the head, or where the claimer's last claim began. Until vacuum, the
+-- claim index keeps an entry for every job claimed since, and a scan from
+-- the head reads them all: after 250,000 claims without vacuum a claim
+-- read 2,600 index pages. So the three branches, in order, are
+--   lo:  priorities before $5, from their first due job (new urgent jobs
+--        are never passed over);
+--   at:  priority $5 from (run_at, id) >= ($6, $7);
+--   hi:  priorities after $5, from their first due job.
+-- Each prio CTE walks the distinct ready priorities of its side (one index
+-- descent each).
 UPDATE {{jobs}} AS t
 SET state = 'claimed',
     claim_token = $3,
     claimed_until = now() + $4::int8 * interval '1 microsecond'
 FROM (
-    WITH RECURSIVE prio(p) AS (
+    WITH RECURSIVE lo(p) AS (
         SELECT (SELECT priority FROM {{jobs}}
-                WHERE queue = $1 AND state = 'ready'
+                WHERE queue = $1 AND state = 'ready' AND priority < $5::int2
                 ORDER BY priority LIMIT 1)
       UNION ALL
         SELECT (SELECT priority FROM {{jobs}}
-                WHERE queue = $1 AND state = 'ready' AND priority > prio.p
+                WHERE queue = $1 AND state = 'ready' AND priority > lo.p AND priority < $5::int2
                 ORDER BY priority LIMIT 1)
-        FROM prio
-        WHERE prio.p IS NOT NULL
+        FROM lo
+        WHERE lo.p IS NOT NULL
+    ), hi(p) AS (
+        SELECT (SELECT priority FROM {{jobs}}
+                WHERE queue = $1 AND state = 'ready' AND priority > $5::int2
+                ORDER BY priority LIMIT 1)
+      UNION ALL
+        SELECT (SELECT priority FROM {{jobs}}
+                WHERE queue = $1 AND state = 'ready' AND priority > hi.p
+                ORDER BY priority LIMIT 1)
+        FROM hi
+        WHERE hi.p IS NOT NULL
     )
-    SELECT j.id
-    FROM prio
-    CROSS JOIN LATERAL (
-        SELECT id
-        FROM {{jobs}}
-        WHERE queue = $1 AND state = 'ready' AND priority = prio.p AND run_at <= now()
-        ORDER BY run_at, id
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED
-    ) AS j
-    WHERE prio.p IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM {{queues}} WHERE queue = $1 AND paused)
+    SELECT cand.id
+    FROM (
+        (SELECT j.id
+         FROM lo
+         CROSS JOIN LATERAL (
+             SELECT id
+             FROM {{jobs}}
+             WHERE queue = $1 AND state = 'ready' AND priority = lo.p AND run_at <= now()
+             ORDER BY run_at, id
+             LIMIT $2
+             FOR UPDATE SKIP LOCKED
+         ) AS j
+         WHERE lo.p IS NOT NULL)
+        UNION ALL
+        (SELECT a.id
+         FROM (
+             SELECT id
+             FROM {{jobs}}
+             WHERE queue = $1 AND state = 'ready' AND priority = $5::int2 AND run_at <= now()
+               AND (run_at, id) >= ($6::timestamptz, $7::int8)
+             ORDER BY run_at, id
+             LIMIT $2
+             FOR UPDATE SKIP LOCKED
+         ) AS a)
+        UNION ALL
+        (SELECT j.id
+         FROM hi
+         CROSS JOIN LATERAL (
+             SELECT id
+             FROM {{jobs}}
+             WHERE queue = $1 AND state = 'ready' AND priority = hi.p AND run_at <= now()
+             ORDER BY run_at, id
+             LIMIT $2
+             FOR UPDATE SKIP LOCKED
+         ) AS j
+         WHERE hi.p IS NOT NULL)
+    ) AS cand
+    WHERE NOT EXISTS (SELECT 1 FROM {{queues}} WHERE queue = $1 AND paused)
     LIMIT $2
 ) AS c
 WHERE t.id = c.id
