@@ -16,9 +16,10 @@
 // pool for it), and session state: advisory locks do not survive PgBouncer
 // in transaction mode (que-rb/que#110).
 //
-// The claim walks the claim index one row at a time (a recursive CTE, as
-// Que does) and stops as soon as it has locked n rows, so it never holds a
-// lock on a row it did not return. It reads rows from its statement's
+// The claim reads the claim index in order, trying the lock on each row
+// as it goes (the walk Que does, as one lazy index scan per priority), and
+// stops as soon as it has locked n rows, so it never holds a lock on a row
+// it did not return. It reads rows from its statement's
 // snapshot, so it can lock a job another claimer completed after that
 // snapshot was taken; the post-check, a second statement on the same
 // connection that keeps only the locked jobs still ready, lets those go.
@@ -41,6 +42,15 @@
 // the Worker extends the leases of running jobs. The run that lost its
 // lease counts as a failed attempt; under Advisory a dead claimer spends
 // none, since taking the lock wrote nothing.
+//
+// Until vacuum, the claim index keeps an entry for every job claimed
+// since, and a scan from the head reads past them all. So both claimers
+// start a claim where their last one began when that pays (Advisory when
+// its walk passed more rows others held than it locked, SkipLocked after
+// every full claim), and every 16th claim at the head, where jobs given
+// back behind that point return; lower priority numbers are always read
+// from their start. A job released behind a claimer's start may so wait
+// up to 16 of its claims.
 //
 // Behind PgBouncer in transaction mode, also keep pgx from relying on
 // prepared statements it cannot keep (default_query_exec_mode=exec in the
