@@ -330,6 +330,14 @@ func TestAdvisoryWalkCountsSkipped(t *testing.T) {
 		t.Fatalf("resume point %+v, want the first row locked, %d", resume, ids[36])
 	}
 	wantLocks(t, "after the walks", a, ids[:30])
+	// A resumed walk still reads a lower priority number from its start.
+	urgent, err := q.Enqueue(ctx, queue.NewJob{Queue: "w", Priority: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, c, "w", 1); len(got) != 1 || got[0].ID != urgent[0] {
+		t.Fatalf("resumed claim took %v, want the urgent job %d", jobIDs(got), urgent[0])
+	}
 }
 
 func jobIDs(jobs []*queue.Job) []int64 {

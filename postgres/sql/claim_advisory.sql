@@ -18,19 +18,31 @@
 -- The walk starts at ($4, $5, $6) in claim order: the head of the queue,
 -- or, when the claimer's last walk passed more rows other sessions held
 -- than it locked, the first row that walk locked (advisory.go, resume).
--- The first branch reads priority $4 from ($5, $6); the second the
--- priorities after $4, one range of the claim index each (queue,
--- priority, run_at <= now()): prio lists the queue's distinct ready
--- priorities (one index descent each), so no scheduled job of a priority
--- is read and a million future jobs ahead of the due ones cost nothing.
+-- The branches, in order: the priorities before $4 from their start (a
+-- new urgent job is never passed over), priority $4 from ($5, $6), and
+-- the priorities after $4 from their start. Each priority is one range of
+-- the claim index (queue, priority, run_at <= now()), and lo and prio list
+-- the queue's distinct ready priorities on either side of $4 (one index
+-- descent each), so no scheduled job of a priority is read and a million
+-- future jobs ahead of the due ones cost nothing.
 --
 -- The last column counts the rows passed so far because another session
 -- held them: each failed lock adds one to a transaction-local setting,
 -- which the statement's own implicit transaction ends; a walk's count is
 -- the last row's.
-WITH RECURSIVE prio(p) AS (
+WITH RECURSIVE lo(p) AS (
     SELECT (SELECT priority FROM {{jobs}}
-            WHERE queue = $1 AND state = 'ready'
+            WHERE queue = $1 AND state = 'ready' AND priority < $4::int2
+            ORDER BY priority LIMIT 1)
+  UNION ALL
+    SELECT (SELECT priority FROM {{jobs}}
+            WHERE queue = $1 AND state = 'ready' AND priority > lo.p AND priority < $4::int2
+            ORDER BY priority LIMIT 1)
+    FROM lo
+    WHERE lo.p IS NOT NULL
+), prio(p) AS (
+    SELECT (SELECT priority FROM {{jobs}}
+            WHERE queue = $1 AND state = 'ready' AND priority > $4::int2
             ORDER BY priority LIMIT 1)
   UNION ALL
     SELECT (SELECT priority FROM {{jobs}}
@@ -42,6 +54,17 @@ WITH RECURSIVE prio(p) AS (
 SELECT c.id, c.ns, c.priority, c.run_at,
        coalesce(nullif(current_setting('dbq.claim_skipped', true), ''), '0')::int4 AS skipped
 FROM (
+    (SELECT n.id, n.priority, n.run_at, n.ns
+     FROM lo
+     CROSS JOIN LATERAL (
+         SELECT id, priority, run_at, tableoid::int4 AS ns
+         FROM {{jobs}}
+         WHERE queue = $1 AND state = 'ready' AND priority = lo.p AND run_at <= now()
+           AND NOT id = ANY($2::int8[])
+         ORDER BY run_at, id
+     ) AS n
+     WHERE lo.p IS NOT NULL)
+    UNION ALL
     (SELECT id, priority, run_at, tableoid::int4 AS ns
      FROM {{jobs}}
      WHERE queue = $1 AND state = 'ready' AND priority = $4::int2 AND run_at <= now()
@@ -58,7 +81,7 @@ FROM (
            AND NOT id = ANY($2::int8[])
          ORDER BY run_at, id
      ) AS n
-     WHERE prio.p > $4::int2)
+     WHERE prio.p IS NOT NULL)
 ) AS c
 CROSS JOIN LATERAL (
     SELECT CASE WHEN pg_try_advisory_lock(c.ns, c.id::bit(32)::int4) THEN true
