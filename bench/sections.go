@@ -336,9 +336,10 @@ func (r *Runner) pickupDBQ(ctx context.Context, q *queue.Queue) ([]time.Duration
 	return lat, nil
 }
 
-// steady works SteadyTotal jobs with 4 Workers while one producer enqueues
-// them in batches of 100, and compares the throughput of the first and
-// the last SteadyWindow.
+// steady works SteadyTotal jobs with 4 Workers while 4 producers enqueue
+// in batches of 100 until the Workers are done (faster than they drain, so
+// both windows are worked beside the producers and from a backlog), and
+// compares the throughput of the first and the last SteadyWindow.
 func (r *Runner) steady(ctx context.Context) error {
 	for _, s := range r.cfg.Strategies {
 		e, err := r.fresh(ctx, s)
@@ -388,27 +389,40 @@ func (r *Runner) steadyDBQ(ctx context.Context, q *queue.Queue) (first, last tim
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	const workers = 4
-	errc := make(chan error, workers+1)
+	// Producers enough to keep a backlog: with one, the workers caught up
+	// with it and the last window measured the producer, not the queue.
+	const workers, producers = 4, 4
+	errc := make(chan error, workers+producers)
 	// A head start of one window, so workers do not start on an empty queue.
 	if err := fill(ctx, q, window, 0); err != nil {
 		return 0, 0, err
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		batch := make([]queue.NewJob, 100)
-		for i := range batch {
-			batch[i] = queue.NewJob{Queue: benchQueue}
-		}
-		for done := window; done < total; done += 100 {
-			if _, err := q.Enqueue(ctx, batch[:min(100, total-done)]...); err != nil {
-				if ctx.Err() == nil {
-					errc <- err
-				}
-				return
+	// The producers keep enqueueing until the workers have done total
+	// jobs, so that both windows are worked beside them and with a backlog.
+	for range producers {
+		wg.Go(func() {
+			batch := make([]queue.NewJob, 100)
+			for i := range batch {
+				batch[i] = queue.NewJob{Queue: benchQueue}
 			}
-		}
-	})
+			for {
+				select {
+				case <-all:
+					return
+				case <-ctx.Done():
+					return
+				default:
+				}
+				if _, err := q.Enqueue(ctx, batch...); err != nil {
+					if ctx.Err() == nil {
+						errc <- err
+					}
+					return
+				}
+			}
+		})
+	}
 	start := time.Now()
 	for range workers {
 		w, err := queue.NewWorker(q, func(context.Context, *queue.Job) error {

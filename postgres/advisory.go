@@ -46,6 +46,7 @@ type AdvisoryClaimer struct {
 
 	postCheck bool
 	dropped   atomic.Int64
+	skipped   atomic.Int64
 	swept     atomic.Int64 // stray locks released by sweep, for tests
 }
 
@@ -69,6 +70,11 @@ func newAdvisoryClaimer(d *Driver) *AdvisoryClaimer {
 // because the post-check found them completed, retried or otherwise no
 // longer ready: each one is a job that would have run twice without it.
 func (c *AdvisoryClaimer) PostCheckDropped() int64 { return c.dropped.Load() }
+
+// HeldSkipped counts the rows this claimer's walks passed because another
+// session held them: how much claimers of one queue get in each other's
+// way (Config.ClaimConcurrency bounds it within a process).
+func (c *AdvisoryClaimer) HeldSkipped() int64 { return c.skipped.Load() }
 
 // connect takes a connection from the pool and starts a new lease session
 // on it. c.mu is held.
@@ -317,15 +323,16 @@ var (
 
 // lock runs claim_advisory.sql. c.mu is held.
 //
-// With many claimers the head of a queue is held by the others, and a walk
-// from the head tries, and fails, a lock on each of their jobs before it
-// finds free ones: work that grows with claimers times their batches. So
-// when a walk passed more held rows than it locked, the next one starts at
-// the first row it locked (jobs before it were held then and are likely
-// done since). A resumed walk that finds nothing is followed at once by one
-// from the head; one that finds fewer than n jobs, and every
-// resumeEvery-th walk, leaves the next to start at the head. A lone claimer never
-// meets a held row and always walks from the head, in strict order.
+// A walk from the head reads past two kinds of rows before it finds free
+// ones: with many claimers, the jobs the others hold (work that grows with
+// claimers times their batches); and, until vacuum, the claim index's
+// entries for every job completed since. So after a walk that locked all
+// n it asked for, the next one starts at the first row it locked (jobs
+// before it were taken or held then). A resumed walk that finds nothing is
+// followed at once by one from the head; one that finds fewer than n
+// jobs, and every resumeEvery-th walk, leaves the next to start at the
+// head, where jobs released behind the start come back. Lower priority
+// numbers are read from their start in every walk.
 func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]lockedRow, error) {
 	heldIDs := make([]int64, 0, len(c.held))
 	for id := range c.held {
@@ -346,7 +353,10 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 			return nil, err
 		}
 		c.resume = nil
-		if len(locked) > 0 && int(locked[len(locked)-1].Skipped) > len(locked) && len(locked) == n {
+		if len(locked) > 0 {
+			c.skipped.Add(int64(locked[len(locked)-1].Skipped))
+		}
+		if len(locked) == n && n > 0 {
 			first := locked[0]
 			for _, l := range locked[1:] {
 				if cmp.Or(cmp.Compare(l.Priority, first.Priority), l.RunAt.Compare(first.RunAt), cmp.Compare(l.ID, first.ID)) < 0 {

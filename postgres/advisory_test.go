@@ -280,9 +280,10 @@ func TestAdvisoryCancelMidWalkLeaksNothing(t *testing.T) {
 }
 
 // TestAdvisoryWalkCountsSkipped: a walk counts the rows it passed because
-// another session held them, row by row, and starts from zero each time;
-// a claimer that skipped more than it locked resumes its next walk at the
-// first row it locked rather than at the head.
+// another session held them, row by row, and starts from zero each time
+// (HeldSkipped adds them up); a claimer whose walk filled its batch
+// resumes the next at the first row it locked rather than at the head, and
+// still takes an urgent job first.
 func TestAdvisoryWalkCountsSkipped(t *testing.T) {
 	q := newQueue(t, Config{}, true)
 	ctx := testCtx(t)
@@ -316,8 +317,7 @@ func TestAdvisoryWalkCountsSkipped(t *testing.T) {
 	if len(rows) != 1 || rows[0].ID != ids[35] || rows[0].Skipped != 30 {
 		t.Fatalf("second walk: %+v, want id %d skipped 30 (held ids are passed over, not counted)", rows, ids[35])
 	}
-	// Through Claim: skipping 36 (30 held by a, 6 by b's walks) to lock 5
-	// leaves the next walk resuming.
+	// Through Claim: skipping 36 (30 held by a, 6 by b's walks) to lock 5.
 	c := advisoryClaimer(t, q)
 	got := claim(t, c, "w", 5)
 	if !slices.Equal(jobIDs(got), ids[36:41]) {
@@ -328,6 +328,9 @@ func TestAdvisoryWalkCountsSkipped(t *testing.T) {
 	c.mu.Unlock()
 	if resume == nil || resume.ID != ids[36] {
 		t.Fatalf("resume point %+v, want the first row locked, %d", resume, ids[36])
+	}
+	if got := c.HeldSkipped(); got != 36 {
+		t.Fatalf("HeldSkipped = %d, want 36", got)
 	}
 	wantLocks(t, "after the walks", a, ids[:30])
 	// A resumed walk still reads a lower priority number from its start.

@@ -44,10 +44,10 @@
 // none, since taking the lock wrote nothing.
 //
 // Until vacuum, the claim index keeps an entry for every job claimed
-// since, and a scan from the head reads past them all. So both claimers
-// start a claim where their last one began when that pays (Advisory when
-// its walk passed more rows others held than it locked, SkipLocked after
-// every full claim), and every 16th claim at the head, where jobs given
+// since, and a scan from the head reads past them all (and, for Advisory,
+// past the jobs other claimers hold). So after a claim that filled its
+// batch, both claimers start the next where it began, and every 16th
+// claim at the head, where jobs given
 // back behind that point return; lower priority numbers are always read
 // from their start. A job released behind a claimer's start may so wait
 // up to 16 of its claims.

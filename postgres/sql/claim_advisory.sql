@@ -16,8 +16,8 @@
 -- follow.
 --
 -- The walk starts at ($4, $5, $6) in claim order: the head of the queue,
--- or, when the claimer's last walk passed more rows other sessions held
--- than it locked, the first row that walk locked (advisory.go, resume).
+-- or, after a walk that locked all it asked for, the first row that walk
+-- locked (advisory.go, lock).
 -- The branches, in order: the priorities before $4 from their start (a
 -- new urgent job is never passed over), priority $4 from ($5, $6), and
 -- the priorities after $4 from their start. Each priority is one range of
@@ -27,9 +27,9 @@
 -- future jobs ahead of the due ones cost nothing.
 --
 -- The last column counts the rows passed so far because another session
--- held them: each failed lock adds one to a transaction-local setting,
--- which the statement's own implicit transaction ends; a walk's count is
--- the last row's.
+-- held them (AdvisoryClaimer.HeldSkipped): each failed lock adds one to a
+-- transaction-local setting, which the statement's own implicit
+-- transaction ends; a walk's count is the last row's.
 WITH RECURSIVE lo(p) AS (
     SELECT (SELECT priority FROM {{jobs}}
             WHERE queue = $1 AND state = 'ready' AND priority < $4::int2
