@@ -167,7 +167,7 @@ func (r *Runner) drainFloor(ctx context.Context, e *env, conns int) (time.Durati
 	start := time.Now()
 	for range conns {
 		wg.Go(func() {
-			for total.Load() < int64(r.cfg.N) {
+			for total.Load() < int64(r.cfg.N) && first.Load() == nil {
 				n, err := e.floorDelete(ctx, 100)
 				if err != nil {
 					first.CompareAndSwap(nil, err)
@@ -175,7 +175,14 @@ func (r *Runner) drainFloor(ctx context.Context, e *env, conns int) (time.Durati
 				}
 				total.Add(int64(n))
 				if n == 0 {
-					return
+					// Not empty: the rest are locked by the other
+					// connections' deletes (SKIP LOCKED), or their
+					// transactions rolled back. Look again.
+					if ctx.Err() != nil {
+						first.CompareAndSwap(nil, ctx.Err())
+						return
+					}
+					time.Sleep(time.Millisecond)
 				}
 			}
 		})
