@@ -122,7 +122,9 @@ func testExactlyOnce(t *testing.T, s *suite) {
 // retries a claimer holds locks for exactly the jobs it still holds.
 func testHeldLocks(t *testing.T, s *suite) {
 	if s.h.HeldLocks == nil {
-		t.Skip("the dialect's claims are not locks")
+		// memory has nothing to ask; SQL Server's is not written yet,
+		// with no server here to run it against.
+		t.Skipf("the %s harness does not report what its claimers hold in the database", s.h.Dialect)
 	}
 	q := s.queue(t, queue.Config{})
 	enqueueN(t, q, "locks", 300)

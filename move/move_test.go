@@ -386,21 +386,44 @@ func TestMoveRefusesBadInput(t *testing.T) {
 	}
 }
 
-// The child of TestMoveKilledAndRerun: a move in its own process, in
-// small batches so that a kill is likely to land mid-move, killed by the
-// parent at random moments.
-func TestMoveChild(t *testing.T) {
-	env := os.Getenv("DBQ_MOVE_CHILD")
-	if env == "" {
-		t.Skip("runs only as the child of TestMoveKilledAndRerun")
+// TestMain runs the child of TestMoveKilledAndRerun when DBQ_MOVE_CHILD
+// names its endpoints, and the tests otherwise.
+func TestMain(m *testing.M) {
+	if env := os.Getenv("DBQ_MOVE_CHILD"); env != "" {
+		if err := moveChild(env); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
-	var from, to endpoint
+	os.Exit(m.Run())
+}
+
+// moveChild is the child of TestMoveKilledAndRerun: a move in its own
+// process, in small batches so that a kill is likely to land mid-move,
+// killed by the parent at random moments.
+func moveChild(env string) error {
 	f := strings.Split(env, "\x1f")
-	from = endpoint{name: dialect.Name(f[0]), dsn: f[1], cfg: queue.Config{Prefix: f[2], Logger: quiet}}
-	to = endpoint{name: dialect.Name(f[3]), dsn: f[4], cfg: queue.Config{Prefix: f[5], Logger: quiet}}
-	if _, err := move.Run(context.Background(), from.open(t), to.open(t), move.Options{Batch: 10, Logger: quiet}); err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	open := func(d, dsn, prefix string) (*queue.Queue, error) {
+		q, err := dbq.Open(ctx, dsn, dbq.Options{Config: queue.Config{Prefix: prefix, Logger: quiet}})
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", d, err)
+		}
+		return q, nil
 	}
+	src, err := open(f[0], f[1], f[2])
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := open(f[3], f[4], f[5])
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	_, err = move.Run(ctx, src, dst, move.Options{Batch: 10, Logger: quiet})
+	return err
 }
 
 // TestMoveKilledAndRerun: a move killed with SIGKILL at random moments,
@@ -421,7 +444,7 @@ func TestMoveKilledAndRerun(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 		kills := 0
 		for kills < 5 {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestMoveChild$", "-test.count=1")
+			cmd := exec.Command(os.Args[0])
 			cmd.Env = append(os.Environ(), "DBQ_MOVE_CHILD="+env)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

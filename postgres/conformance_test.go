@@ -10,6 +10,7 @@ import (
 	"github.com/dbqueue/dbq/integration"
 	"github.com/dbqueue/dbq/migrations"
 	"github.com/dbqueue/dbq/queue"
+	"github.com/jackc/pgx/v5"
 	"github.com/pressly/goose/v3"
 )
 
@@ -59,6 +60,12 @@ func harness(s Strategy) integration.Harness {
 			return advisoryLeftovers(t, c.(*AdvisoryClaimer))
 		}
 	case SkipLocked:
+		// A lease claimer holds no locks between calls; what it holds in
+		// the database are the rows claimed under its tokens.
+		h.HeldLocks = func(t *testing.T, c queue.Claimer) []int64 {
+			t.Helper()
+			return skipLockedClaimed(t, c.(*SkipLockedClaimer))
+		}
 		// A SKIP LOCKED claimer holds no connection: a dead one is one that
 		// stops, leaving its leases to expire.
 		h.Kill = func(t *testing.T, c queue.Claimer) {
@@ -145,4 +152,26 @@ func skipLockedLeftovers(t testing.TB, c *SkipLockedClaimer) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// skipLockedClaimed returns the ids of the rows claimed under the tokens of
+// the jobs c holds, sorted.
+func skipLockedClaimed(t *testing.T, c *SkipLockedClaimer) []int64 {
+	t.Helper()
+	c.mu.Lock()
+	tokens := make([]int64, 0, len(c.held))
+	for _, tok := range c.held {
+		tokens = append(tokens, tok)
+	}
+	c.mu.Unlock()
+	rows, err := c.d.pool.Query(testCtx(t), "SELECT id FROM "+c.d.stmts.table+
+		" WHERE state = 'claimed' AND claim_token = ANY($1) ORDER BY id", tokens)
+	if err != nil {
+		t.Fatalf("claimed rows: %v", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatalf("claimed rows: %v", err)
+	}
+	return ids
 }

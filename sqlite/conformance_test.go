@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/dbqueue/dbq/dialect"
@@ -32,6 +33,12 @@ func harness() integration.Harness {
 				t.Fatalf("migrations.NewProvider: %v", err)
 			}
 			return p
+		},
+		// A lease claimer holds no locks between calls; what it holds in
+		// the database are the rows claimed under its tokens.
+		HeldLocks: func(t *testing.T, c queue.Claimer) []int64 {
+			t.Helper()
+			return claimedRows(t, c.(*Claimer))
 		},
 		// A SQLite claimer holds no connection: a dead one is one that
 		// stops, leaving its leases to expire.
@@ -109,4 +116,27 @@ func leftovers(t *testing.T, c queue.Claimer) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// claimedRows returns the ids of the rows claimed under the tokens of the
+// jobs c holds, sorted.
+func claimedRows(t *testing.T, c *Claimer) []int64 {
+	t.Helper()
+	c.mu.Lock()
+	tokens := map[int64]bool{}
+	for _, tok := range c.held {
+		tokens[tok] = true
+	}
+	c.mu.Unlock()
+	var ids []int64
+	for tok := range tokens {
+		got, err := dialect.QueryIDs(context.Background(), c.d.db,
+			"SELECT id FROM "+c.d.names.Qualified(dialect.SQLite, c.d.names.Jobs())+" WHERE state = 'claimed' AND claim_token = ?", tok)
+		if err != nil {
+			t.Fatalf("claimed rows: %v", err)
+		}
+		ids = append(ids, got...)
+	}
+	slices.Sort(ids)
+	return ids
 }

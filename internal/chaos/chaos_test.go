@@ -32,9 +32,6 @@ func long() bool { return os.Getenv("DBQ_CHAOS") == "long" }
 // kills, 4 freezes and, on a server, 4 cuts and 2 server restarts — which
 // restart the server every other user of it shares.
 func TestChaos(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs worker processes against the databases")
-	}
 	bin := buildDBQ(t)
 	// PostgreSQL twice: its default claimer holds jobs by session locks,
 	// which a cut or a restart ends at once; skiplocked holds them by lease.
