@@ -310,9 +310,10 @@ type lockedRow struct {
 	Skipped  int32
 }
 
-// resumeEvery: a claimer that resumes its walks past the head of the
-// queue still starts every resumeEvery-th walk at the head, where jobs
-// other sessions released or retried come back.
+// resumeEvery: a claimer (either strategy) that starts its claims where
+// the last one began still starts every resumeEvery-th claim at the head,
+// where jobs released behind that point (or enqueued with an old run_at)
+// come back.
 const resumeEvery = 16
 
 // The start of a walk at the head of the queue.

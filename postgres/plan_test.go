@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dbqueue/dbq/queue"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestIDListPlansUsePrimaryKey: every statement that takes a list of job
@@ -123,25 +124,34 @@ func TestClaimSkipsFutureJobsAhead(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback(ctx)
-			var plan string
-			if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+c.sql, c.args...).Scan(&plan); err != nil {
-				t.Fatal(err)
-			}
-			var doc []struct {
-				Plan planNode `json:"Plan"`
-			}
-			if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
-				t.Fatalf("plan %q: %v", plan, err)
-			}
-			if rows := doc[0].Plan.Rows; rows != 100 {
-				t.Fatalf("the claim took %d jobs, want 100", rows)
-			}
-			if blocks := doc[0].Plan.claimIndexBlocks(); blocks > c.max {
+			blocks, plan := claimIndexBlocks(t, tx, c.sql, c.args...)
+			if blocks > c.max {
 				t.Fatalf("the claim read %d buffers of the claim index past 100,000 future jobs\n%s", blocks, plan)
 			}
-			t.Logf("%d buffers of the claim index", doc[0].Plan.claimIndexBlocks())
+			t.Logf("%d buffers of the claim index", blocks)
 		})
 	}
+}
+
+// claimIndexBlocks runs a claim of 100 jobs under EXPLAIN ANALYZE in tx,
+// fails unless it took 100, and returns the buffers of the claim index it
+// read and the plan.
+func claimIndexBlocks(t *testing.T, tx pgx.Tx, sql string, args ...any) (int, string) {
+	t.Helper()
+	var plan string
+	if err := tx.QueryRow(testCtx(t), "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	var doc []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
+		t.Fatalf("plan %q: %v", plan, err)
+	}
+	if rows := doc[0].Plan.Rows; rows != 100 {
+		t.Fatalf("the claim took %d jobs, want 100", rows)
+	}
+	return doc[0].Plan.claimIndexBlocks(), plan
 }
 
 // planNode is a node of EXPLAIN (FORMAT JSON).

@@ -132,11 +132,6 @@ func (c *SkipLockedClaimer) Claim(ctx context.Context, queueName string, n int) 
 	return jobs, nil
 }
 
-// restartEvery: a claimer that starts its claims where the last one began
-// still starts every restartEvery-th claim at the head, where jobs other
-// claimers released (or enqueued with an old run_at) come back.
-const restartEvery = 16
-
 // from returns where the next claim on queue begins: nil for the head.
 //
 // Until vacuum, the claim index keeps an entry for each job claimed since,
@@ -154,7 +149,7 @@ func (c *SkipLockedClaimer) from(queueName string) *queue.Job {
 		return nil
 	}
 	st.claims++
-	if st.claims%restartEvery == 0 {
+	if st.claims%resumeEvery == 0 {
 		return nil
 	}
 	return st.from

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -232,10 +231,10 @@ func TestWithoutPreparedStatements(t *testing.T) {
 	}
 }
 
-// claimIndexBlocks runs claim_skiplocked.sql for 100 jobs of queue from a
+// skipLockedBlocks runs claim_skiplocked.sql for 100 jobs of queue from a
 // start (nil: the head) under EXPLAIN ANALYZE in a transaction it rolls
 // back, and returns the buffers of the claim index it read.
-func claimIndexBlocks(t *testing.T, d *Driver, queueName string, from *queue.Job) int {
+func skipLockedBlocks(t *testing.T, d *Driver, queueName string, from *queue.Job) int {
 	t.Helper()
 	ctx := testCtx(t)
 	priority, runAt, id := headPriority, headRunAt, int64(0)
@@ -247,21 +246,9 @@ func claimIndexBlocks(t *testing.T, d *Driver, queueName string, from *queue.Job
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	var plan string
-	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+d.stmts.claimSkipLocked,
-		queueName, int32(100), int64(1), int64(1_000_000), priority, runAt, id).Scan(&plan); err != nil {
-		t.Fatal(err)
-	}
-	var doc []struct {
-		Plan planNode `json:"Plan"`
-	}
-	if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
-		t.Fatalf("plan %q: %v", plan, err)
-	}
-	if rows := doc[0].Plan.Rows; rows != 100 {
-		t.Fatalf("the claim took %d jobs, want 100", rows)
-	}
-	return doc[0].Plan.claimIndexBlocks()
+	blocks, _ := claimIndexBlocks(t, tx, d.stmts.claimSkipLocked,
+		queueName, int32(100), int64(1), int64(1_000_000), priority, runAt, id)
+	return blocks
 }
 
 // TestSkipLockedClaimStartsWhereLastBegan: with no vacuum, the claim index
@@ -269,7 +256,7 @@ func claimIndexBlocks(t *testing.T, d *Driver, queueName string, from *queue.Job
 // past them all; a claimer starts where its last full claim began and
 // reads a few pages. Urgent jobs (a lower priority number) still come
 // first, and a job given back behind the start comes back within
-// restartEvery claims.
+// resumeEvery claims.
 func TestSkipLockedClaimStartsWhereLastBegan(t *testing.T) {
 	q := newQueue(t, Config{Strategy: SkipLocked}, true)
 	d := driverOf(t, q)
@@ -291,7 +278,7 @@ func TestSkipLockedClaimStartsWhereLastBegan(t *testing.T) {
 	if from == nil {
 		t.Fatal("no start after full claims")
 	}
-	head, started := claimIndexBlocks(t, d, "s", nil), claimIndexBlocks(t, d, "s", from)
+	head, started := skipLockedBlocks(t, d, "s", nil), skipLockedBlocks(t, d, "s", from)
 	t.Logf("claim index buffers after 15,000 claimed: %d from the head, %d from the start", head, started)
 	if started > 20 || started*4 > head {
 		t.Fatalf("a claim from the start read %d buffers of the claim index, from the head %d", started, head)
@@ -311,8 +298,8 @@ func TestSkipLockedClaimStartsWhereLastBegan(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; ; i++ {
-		if i == restartEvery {
-			t.Fatalf("job %d given back behind the start was not claimed in %d claims", behind[0].ID, restartEvery)
+		if i == resumeEvery {
+			t.Fatalf("job %d given back behind the start was not claimed in %d claims", behind[0].ID, resumeEvery)
 		}
 		if got := claim(t, c, "s", 1); len(got) == 1 && got[0].ID == behind[0].ID {
 			break

@@ -398,18 +398,18 @@ func (c *flakyClaimer) Extend(ctx context.Context, ls []queue.Lease) error {
 	return c.Claimer.Extend(ctx, ls)
 }
 
-type flakyDriver struct {
+// wrapDriver hands out the claimers of Driver wrapped by wrap.
+type wrapDriver struct {
 	queue.Driver
-	c *flakyClaimer
+	wrap func(queue.Claimer) queue.Claimer
 }
 
-func (d *flakyDriver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
+func (d *wrapDriver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
 	c, err := d.Driver.NewClaimer(ctx)
 	if err != nil {
 		return nil, err
 	}
-	d.c.Claimer = c
-	return d.c, nil
+	return d.wrap(c), nil
 }
 
 // A result whose write fails for a while (a database restart) is retried
@@ -418,7 +418,7 @@ func (d *flakyDriver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
 func TestWorkerKeepsLeaseUntilResultWritten(t *testing.T) {
 	const lease = 300 * time.Millisecond
 	fc := &flakyClaimer{extends: map[int64][]time.Time{}}
-	d := &flakyDriver{Driver: memq.New(lease).Driver(), c: fc}
+	d := &wrapDriver{Driver: memq.New(lease).Driver(), wrap: func(c queue.Claimer) queue.Claimer { fc.Claimer = c; return fc }}
 	q, _ := queue.New(d, queue.Config{})
 	ctx := context.Background()
 	ids, err := q.Enqueue(ctx, queue.NewJob{Queue: "w"})
@@ -482,27 +482,13 @@ func (c *stuckExtendClaimer) Extend(ctx context.Context, ls []queue.Lease) error
 	return err
 }
 
-type stuckExtendDriver struct {
-	queue.Driver
-	c *stuckExtendClaimer
-}
-
-func (d *stuckExtendDriver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
-	c, err := d.Driver.NewClaimer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d.c.Claimer = c
-	return d.c, nil
-}
-
 // A heartbeat whose Extend hangs is cut off after one interval and tried
 // again at once, so one stuck call does not stop the renewals that keep a
 // running job's lease.
 func TestWorkerHeartbeatOutlivesStuckExtend(t *testing.T) {
 	const lease = 300 * time.Millisecond
 	sc := &stuckExtendClaimer{}
-	d := &stuckExtendDriver{Driver: memq.New(lease).Driver(), c: sc}
+	d := &wrapDriver{Driver: memq.New(lease).Driver(), wrap: func(c queue.Claimer) queue.Claimer { sc.Claimer = c; return sc }}
 	q, _ := queue.New(d, queue.Config{})
 	if _, err := q.Enqueue(context.Background(), queue.NewJob{Queue: "w"}); err != nil {
 		t.Fatal(err)
@@ -554,24 +540,14 @@ func (c *countingClaimer) Claim(ctx context.Context, name string, n int) ([]*que
 	return c.Claimer.Claim(ctx, name, n)
 }
 
-type countingDriver struct {
-	queue.Driver
-	now, peak atomic.Int32
-}
-
-func (d *countingDriver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
-	c, err := d.Driver.NewClaimer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &countingClaimer{Claimer: c, now: &d.now, peak: &d.peak}, nil
-}
-
 // Workers of one Queue run at most Config.ClaimConcurrency claims on a
 // queue name at once, and no fewer when they can; -1 lifts the limit.
 func TestWorkersShareClaimConcurrency(t *testing.T) {
 	for _, tc := range []struct{ limit, want int32 }{{1, 1}, {3, 3}, {-1, 8}} {
-		d := &countingDriver{Driver: memq.New(time.Minute).Driver()}
+		var now, peak atomic.Int32
+		d := &wrapDriver{Driver: memq.New(time.Minute).Driver(), wrap: func(c queue.Claimer) queue.Claimer {
+			return &countingClaimer{Claimer: c, now: &now, peak: &peak}
+		}}
 		q, err := queue.New(d, queue.Config{ClaimConcurrency: int(tc.limit)})
 		if err != nil {
 			t.Fatal(err)
@@ -586,14 +562,14 @@ func TestWorkersShareClaimConcurrency(t *testing.T) {
 			}
 			stops = append(stops, runWorker(t, w))
 		}
-		waitFor(t, "claims to overlap", func() bool { return d.peak.Load() >= tc.want })
+		waitFor(t, "claims to overlap", func() bool { return peak.Load() >= tc.want })
 		time.Sleep(50 * time.Millisecond)
 		for _, stop := range stops {
 			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if got := d.peak.Load(); got != tc.want {
+		if got := peak.Load(); got != tc.want {
 			t.Errorf("ClaimConcurrency %d: up to %d claims at once, want %d", tc.limit, got, tc.want)
 		}
 	}
