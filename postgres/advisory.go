@@ -38,11 +38,8 @@ type AdvisoryClaimer struct {
 	nss    map[int32]bool    // lock namespaces this connection has used
 	closed bool
 
-	// resume is where the next walk starts when other sessions hold the
-	// head of the queue (nil: at the head); claims counts walks, so that
-	// every resumeEvery-th one starts at the head again.
-	resume *lockedRow
-	claims int
+	// cursors says, per queue, where the next walk starts (see lock).
+	cursors map[string]*cursor
 
 	postCheck bool
 	dropped   atomic.Int64
@@ -50,7 +47,24 @@ type AdvisoryClaimer struct {
 	swept     atomic.Int64 // stray locks released by sweep, for tests
 }
 
-var _ queue.Claimer = (*AdvisoryClaimer)(nil)
+var (
+	_ queue.Claimer   = (*AdvisoryClaimer)(nil)
+	_ queue.LockCheck = (*AdvisoryClaimer)(nil)
+)
+
+// cursor is where a queue's next walk starts when other sessions hold its
+// head (resume; nil: at the head), and the count of its walks, so that
+// every resumeEvery-th one starts at the head again. Each queue has its
+// own: a claimer that works several queues walks each from its head as
+// often as one that works only that queue.
+type cursor struct {
+	resume *lockedRow
+	claims int
+}
+
+// maxCursors bounds the queues a claimer keeps cursors for; past it they
+// are all forgotten, which only makes the next walks start at the head.
+const maxCursors = 1024
 
 // lockKey is a two-key advisory lock: the table's namespace and the job id
 // folded to int4.
@@ -237,14 +251,8 @@ func (c *AdvisoryClaimer) Claim(ctx context.Context, queueName string, n int) ([
 	if ctx.Err() != nil {
 		return nil, ctxErr("claim", ctx)
 	}
-	if c.conn == nil {
-		if err := c.connect(ctx); err != nil {
-			return nil, err
-		}
-	}
-	locked, err := c.lock(ctx, queueName, n)
+	locked, err := c.lockConnected(ctx, queueName, n)
 	if err != nil {
-		c.settle()
 		return nil, err
 	}
 	if len(locked) == 0 {
@@ -300,6 +308,30 @@ func (c *AdvisoryClaimer) Claim(ctx context.Context, queueName string, n int) ([
 	return jobs, nil
 }
 
+// lockConnected runs lock on the claimer's connection, taking a new one
+// when there is none. A connection found dead on the way (an idle
+// timeout or a proxy ended it while it held nothing) is replaced and the
+// walk run again, once: it held no job, so nothing is lost. c.mu is held.
+func (c *AdvisoryClaimer) lockConnected(ctx context.Context, queueName string, n int) ([]lockedRow, error) {
+	for try := 0; ; try++ {
+		if c.conn == nil {
+			if err := c.connect(ctx); err != nil {
+				return nil, err
+			}
+		}
+		held := len(c.held)
+		locked, err := c.lock(ctx, queueName, n)
+		if err == nil {
+			return locked, nil
+		}
+		c.settle()
+		if try > 0 || held > 0 || c.conn != nil || ctx.Err() != nil {
+			return nil, err
+		}
+		c.d.log.Debug("dbq: postgres: the advisory claimer's idle connection was gone; claiming on a new one", "err", err)
+	}
+}
+
 // lockedRow is a row claim_advisory.sql locked, with the count of rows its
 // walk passed before it because other sessions held them.
 type lockedRow struct {
@@ -339,12 +371,20 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 	for id := range c.held {
 		heldIDs = append(heldIDs, id)
 	}
-	c.claims++
-	if c.claims%resumeEvery == 0 {
-		c.resume = nil
+	cur := c.cursors[queueName]
+	if cur == nil {
+		if len(c.cursors) >= maxCursors || c.cursors == nil {
+			c.cursors = map[string]*cursor{}
+		}
+		cur = &cursor{}
+		c.cursors[queueName] = cur
+	}
+	cur.claims++
+	if cur.claims%resumeEvery == 0 {
+		cur.resume = nil
 	}
 	for {
-		from := c.resume
+		from := cur.resume
 		priority, runAt, id := headPriority, headRunAt, int64(0)
 		if from != nil {
 			priority, runAt, id = from.Priority, pgtype.Timestamptz{Time: from.RunAt, Valid: true}, from.ID
@@ -353,7 +393,7 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 		if err != nil {
 			return nil, err
 		}
-		c.resume = nil
+		cur.resume = nil
 		if len(locked) > 0 {
 			c.skipped.Add(int64(locked[len(locked)-1].Skipped))
 		}
@@ -364,7 +404,7 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 					first = l
 				}
 			}
-			c.resume = &first
+			cur.resume = &first
 		}
 		if from != nil && len(locked) == 0 {
 			continue // nothing past the resume point: walk from the head
@@ -552,9 +592,20 @@ func (c *AdvisoryClaimer) Release(ctx context.Context, leases []queue.Lease) err
 	return queue.LostLeases(leases, valid)
 }
 
-// Extend checks that the leases are still this claimer's, including that
-// its connection is alive; advisory claims last as long as the connection,
-// so there is nothing to renew.
+// LockCheckInterval is a third of Config.LockCheck: how often a Worker
+// calls Extend while it holds jobs of this claimer (queue.LockCheck).
+func (c *AdvisoryClaimer) LockCheckInterval() time.Duration { return c.d.cfg.LockCheck / 3 }
+
+// Extend checks that the leases are still this claimer's: advisory claims
+// last as long as the connection, so there is nothing to renew, but the
+// connection must still be there. It pings it (which also keeps idle
+// timeouts from ending the session). A ping that fails, or does not answer
+// by ctx's deadline (cleanupTimeout when ctx has none), ends the
+// connection: its locks may already be gone, and closing it makes sure
+// they are, so every lease of it is reported lost and no other claimer
+// can take a job this one's Worker still thinks it holds for longer than
+// the check takes. A ctx cancelled without a deadline does not cut the
+// ping short.
 func (c *AdvisoryClaimer) Extend(ctx context.Context, leases []queue.Lease) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -562,14 +613,18 @@ func (c *AdvisoryClaimer) Extend(ctx context.Context, leases []queue.Lease) erro
 	if err != nil || len(valid) == 0 {
 		return cmp.Or(err, queue.LostLeases(leases, nil))
 	}
-	gctx, done := guard(ctx, c.conn.Conn().PgConn())
-	err = c.conn.Conn().Ping(gctx)
-	done()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(cleanupTimeout)
+	}
+	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	err = c.conn.Conn().Ping(pctx)
+	cancel()
 	if err != nil {
-		if c.broken() {
-			return queue.LostLeases(leases, nil)
-		}
-		return failed(ctx, "extend", err)
+		c.d.log.Warn("dbq: postgres: the advisory claimer's connection failed its check; its jobs' claims are lost",
+			"jobs", len(c.held), "err", err)
+		c.dropConn()
+		return queue.LostLeases(leases, nil)
 	}
 	return queue.LostLeases(leases, valid)
 }

@@ -324,7 +324,7 @@ func TestAdvisoryWalkCountsSkipped(t *testing.T) {
 		t.Fatalf("claim took %v, want %v", jobIDs(got), ids[36:41])
 	}
 	c.mu.Lock()
-	resume := c.resume
+	resume := c.cursors["w"].resume
 	c.mu.Unlock()
 	if resume == nil || resume.ID != ids[36] {
 		t.Fatalf("resume point %+v, want the first row locked, %d", resume, ids[36])

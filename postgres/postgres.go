@@ -57,7 +57,19 @@ type Config struct {
 	// workers only poll. Set it behind PgBouncer in transaction mode, where
 	// a LISTEN session cannot be kept.
 	NoNotify bool
+	// LockCheck bounds how long a Worker takes to notice that an advisory
+	// claimer's connection, and with it the locks of the jobs it runs, is
+	// gone (an idle timeout, a proxy, pg_terminate_backend, a network cut):
+	// while it holds jobs it pings the connection every third of LockCheck,
+	// which also keeps idle timeouts from ending the session, and a ping
+	// that fails or takes longer than a third ends the connection and
+	// cancels the handlers of every job it held. Default 3s. Unused by
+	// SkipLocked, whose leases the Worker renews every third of Lease.
+	LockCheck time.Duration
 }
+
+// DefaultLockCheck is Config.LockCheck's default.
+const DefaultLockCheck = 3 * time.Second
 
 // Validate checks c after defaults. Errors wrap queue.ErrInvalidConfig or
 // queue.ErrInvalidIdentifier.
@@ -67,6 +79,9 @@ func (c Config) Validate() error {
 	}
 	if c.Strategy != Advisory && c.Strategy != SkipLocked {
 		return fmt.Errorf("%w: postgres: unknown %v", queue.ErrInvalidConfig, c.Strategy)
+	}
+	if c.LockCheck != 0 && c.LockCheck < 3*time.Millisecond {
+		return fmt.Errorf("%w: postgres: LockCheck %v < 3ms", queue.ErrInvalidConfig, c.LockCheck)
 	}
 	return nil
 }
@@ -199,6 +214,9 @@ func newDriver(pool *pgxpool.Pool, own bool, cfg Config) (*Driver, error) {
 		return nil, err
 	}
 	cfg.Config = cfg.Config.WithDefaults()
+	if cfg.LockCheck == 0 {
+		cfg.LockCheck = DefaultLockCheck
+	}
 	stmts, err := loadStatements(cfg.Names())
 	if err != nil {
 		return nil, err

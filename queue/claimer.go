@@ -23,8 +23,10 @@ import (
 //     Delay; once attempt reaches max_attempts (or Dead is set) the job is
 //     dead and kept for inspection.
 //   - Release puts jobs back as they were, spending no attempt.
-//   - Extend renews leases by the claimer's lease duration (a no-op for
-//     lock-based claims, which last while the claimer's connection does).
+//   - Extend renews leases by the claimer's lease duration. For lock-based
+//     claims, which last while the claimer's connection does, it checks
+//     that connection instead, and reports every lease lost when it is
+//     gone.
 //
 // Complete, Retry, Release and Extend match each job on its lease token.
 // Leases that are no longer this holder's are reported in a
@@ -64,4 +66,27 @@ type Driver interface {
 // Worker renews each held job's lease every third of it.
 type LeaseDuration interface {
 	LeaseDuration() time.Duration
+}
+
+// LockCheck is implemented by claimers whose claims are locks that live in
+// a connection (PostgreSQL advisory locks). While it holds jobs, the Worker
+// calls Extend every LockCheckInterval, which checks the connection (and
+// so keeps idle timeouts from ending it) and reports every lease lost when
+// the connection is gone; the Worker then cancels those jobs' handlers. An
+// Extend gets at most one interval, so a loss is noticed within two.
+type LockCheck interface {
+	LockCheckInterval() time.Duration
+}
+
+// heartbeatInterval is how often a Worker calls c.Extend while it holds
+// jobs: a third of a lease, or a lock claimer's check interval; 0 when c
+// needs neither.
+func heartbeatInterval(c Claimer) time.Duration {
+	if lc, ok := c.(LockCheck); ok && lc.LockCheckInterval() > 0 {
+		return lc.LockCheckInterval()
+	}
+	if ld, ok := c.(LeaseDuration); ok && ld.LeaseDuration() > 0 {
+		return ld.LeaseDuration() / 3
+	}
+	return 0
 }

@@ -17,7 +17,9 @@ import (
 // with backoff, or makes it dead once its attempts are spent or when the
 // error is wrapped by Permanent; an error from Snooze runs it again later
 // without spending an attempt. A panic counts as an error. ctx is
-// cancelled when the worker hard-stops or the job's lease is lost.
+// cancelled when the worker hard-stops or the job's claim is lost (its
+// lease expired, or the connection holding its lock ended); then
+// context.Cause(ctx) matches ErrLeaseLost.
 type Handler func(ctx context.Context, job *Job) error
 
 // Permanent wraps err so that the job fails for good: it is made dead at
@@ -50,7 +52,10 @@ type WorkerConfig struct {
 	DisableWakeups bool
 	// ShutdownTimeout is how long in-flight handlers may run on after Run's
 	// context is cancelled; then their contexts are cancelled and their jobs
-	// released. Default 30s.
+	// released. Writing the last results and closing the claimer get at
+	// most 5s each on top, whatever the database or the pool does, so Run
+	// returns at most ShutdownTimeout + 10s after its context ends. Default
+	// 30s.
 	ShutdownTimeout time.Duration
 	// Backoff gives the delay before a failed job's next run. Default
 	// DefaultBackoff.
@@ -65,7 +70,9 @@ type WorkerConfig struct {
 // Worker claims jobs from one queue and runs them with a Handler on
 // Concurrency goroutines. Completions and failures are written in batches.
 // For lease-based claimers it renews every held job's lease each third of
-// the lease, and cancels a handler whose lease was lost.
+// the lease; for lock-based ones ([LockCheck]) it checks the lock
+// connection each interval. It cancels the handler of a job whose claim was
+// lost, with a cause matching ErrLeaseLost.
 type Worker struct {
 	q       *Queue
 	handler Handler
@@ -173,11 +180,23 @@ type running struct {
 const claimTimeout = 30 * time.Second
 
 // writeRetryFor is how long a worker retries writing a batch of results
-// (complete, retry, release) that fails with a transient error.
-const writeRetryFor = 15 * time.Second
+// (complete, retry, release) that fails with a transient error; each try
+// gets at most writeTimeout, so a write stuck waiting for a pool
+// connection or a server answer ends too.
+const (
+	writeRetryFor = 15 * time.Second
+	writeTimeout  = 10 * time.Second
+)
+
+// flushTimeout bounds, after shutdown, the writing of the last results
+// and then the claimer's Close.
+const flushTimeout = 5 * time.Second
 
 var errShutdown = errors.New("dbq: worker shut down")
-var errLeaseLostCause = errors.New("dbq: lease lost")
+
+// errLeaseLostCause is the cause of a handler's ctx when its job's claim
+// was lost; it matches ErrLeaseLost.
+var errLeaseLostCause = fmt.Errorf("%w: the job's claim ended while its handler ran", ErrLeaseLost)
 
 // Run works the queue until ctx is cancelled, then shuts down gracefully:
 // it stops claiming, lets running handlers finish within ShutdownTimeout,
@@ -221,8 +240,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	)
 	results := make(chan result, w.cfg.Concurrency)
 	flushed := make(chan struct{})
+	// Result writes follow writeCtx, which ends flushTimeout after the
+	// last handler has returned at shutdown.
+	writeCtx, writeStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer writeStop()
+	flush := func() {
+		close(results)
+		stop := time.AfterFunc(flushTimeout, writeStop)
+		<-flushed
+		stop.Stop()
+	}
+	closeClaimer := func() error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		return claimer.Close(cctx)
+	}
 	go func() {
-		w.complete(claimer, results, func(jobs []*Job) {
+		w.complete(writeCtx, claimer, results, func(jobs []*Job) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, j := range jobs {
@@ -241,11 +275,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	hbCtx, hbStop := context.WithCancel(hardCtx)
 	defer hbStop()
 	var hbDone chan struct{}
-	if ld, ok := claimer.(LeaseDuration); ok && ld.LeaseDuration() > 0 {
+	if every := heartbeatInterval(claimer); every > 0 {
 		hbDone = make(chan struct{})
 		go func() {
 			defer close(hbDone)
-			w.heartbeat(hbCtx, claimer, ld.LeaseDuration()/3, func() []Lease {
+			w.heartbeat(hbCtx, claimer, every, func() []Lease {
 				mu.Lock()
 				defer mu.Unlock()
 				ls := make([]Lease, 0, len(inflight))
@@ -268,6 +302,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	start := func(j *Job) {
 		jctx, cancel := context.WithCancelCause(hardCtx)
 		mu.Lock()
+		if old := inflight[j.ID]; old != nil {
+			// Claimed again: the earlier claim of this job was lost (its
+			// lease ran out, or its lock's connection ended) before the
+			// heartbeat said so.
+			old.cancel(errLeaseLostCause)
+		}
 		inflight[j.ID] = &running{job: j, cancel: cancel}
 		mu.Unlock()
 		wg.Add(1)
@@ -340,9 +380,8 @@ claimLoop:
 				if hbDone != nil {
 					<-hbDone
 				}
-				close(results)
-				<-flushed
-				_ = claimer.Close(context.WithoutCancel(ctx))
+				flush()
+				_ = closeClaimer()
 				return err
 			}
 			w.stats.claimErrors.Add(1)
@@ -382,9 +421,8 @@ claimLoop:
 	if hbDone != nil {
 		<-hbDone
 	}
-	close(results)
-	<-flushed
-	return claimer.Close(context.WithoutCancel(ctx))
+	flush()
+	return closeClaimer()
 }
 
 // idle waits d, or less when *wake fires, and reports false when ctx ends
@@ -479,9 +517,8 @@ func isSnooze(err error, delay *time.Duration) bool {
 // complete writes results in batches: whatever has arrived by the time the
 // previous batch is written goes in the next one. It counts each result
 // once its fate is known and reports it to the hooks.
-func (w *Worker) complete(c Claimer, results <-chan result, settled func([]*Job)) {
+func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result, settled func([]*Job)) {
 	const maxBatch = 500
-	ctx := context.Background()
 	var jobs []*Job // the batch's, to hand to settled
 	var (
 		batch     []result
@@ -598,7 +635,9 @@ func (w *Worker) settle(r *result, wasLost, unwritten bool) Outcome {
 func (w *Worker) write(ctx context.Context, what string, fn func(context.Context) error, n int) (lostIDs []int64, err error) {
 	deadline := time.Now().Add(writeRetryFor)
 	for attempt := 0; ; attempt++ {
-		err = fn(ctx)
+		actx, cancel := context.WithTimeout(ctx, writeTimeout)
+		err = fn(actx)
+		cancel()
 		if err == nil {
 			return nil, nil
 		}
@@ -610,10 +649,10 @@ func (w *Worker) write(ctx context.Context, what string, fn func(context.Context
 			}
 			return lost.IDs, nil
 		}
-		if errors.Is(err, ErrClosed) || errors.Is(err, ErrNotMigrated) || time.Now().After(deadline) {
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrNotMigrated) || time.Now().After(deadline) ||
+			!sleep(ctx, Jitter(min(time.Duration(50<<min(attempt, 10))*time.Millisecond, time.Second), 0.5)) {
 			break
 		}
-		time.Sleep(Jitter(min(time.Duration(50<<min(attempt, 10))*time.Millisecond, time.Second), 0.5))
 	}
 	w.log.Error("dbq: could not record results; the jobs will run again", "op", what, "jobs", n, "err", err)
 	return nil, err

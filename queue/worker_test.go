@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -575,5 +576,119 @@ func TestWorkersShareClaimConcurrency(t *testing.T) {
 	}
 	if _, err := queue.New(memq.New(time.Minute).Driver(), queue.Config{ClaimConcurrency: -2}); !errors.Is(err, queue.ErrInvalidConfig) {
 		t.Errorf("ClaimConcurrency -2: %v, want ErrInvalidConfig", err)
+	}
+}
+
+// poolStarvedClaimer's writes wait for a pool connection that never comes
+// free, as database/sql and pgxpool do: until their context ends.
+type poolStarvedClaimer struct {
+	queue.Claimer
+	waits    atomic.Int32
+	deadline atomic.Bool // every wait had a deadline
+}
+
+func (c *poolStarvedClaimer) wait(ctx context.Context) error {
+	c.waits.Add(1)
+	if _, ok := ctx.Deadline(); !ok {
+		c.deadline.Store(false)
+	}
+	<-ctx.Done()
+	return fmt.Errorf("dbq: acquire connection: %w", ctx.Err())
+}
+
+func (c *poolStarvedClaimer) Complete(ctx context.Context, _ []queue.Lease) error { return c.wait(ctx) }
+func (c *poolStarvedClaimer) Retry(ctx context.Context, _ []queue.RetryParams) error {
+	return c.wait(ctx)
+}
+func (c *poolStarvedClaimer) Release(ctx context.Context, _ []queue.Lease) error { return c.wait(ctx) }
+
+// A Worker whose result writes cannot get a connection (a pool too small
+// for the claimer and its writes) still returns after shutdown, within
+// ShutdownTimeout plus the bounded flush, and every wait had a deadline.
+func TestWorkerShutdownBoundedWhenWritesCannotConnect(t *testing.T) {
+	sc := &poolStarvedClaimer{}
+	sc.deadline.Store(true)
+	d := &wrapDriver{Driver: memq.New(time.Minute).Driver(), wrap: func(c queue.Claimer) queue.Claimer { sc.Claimer = c; return sc }}
+	q, _ := queue.New(d, queue.Config{})
+	if _, err := q.Enqueue(context.Background(), queue.NewJob{Queue: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := queue.NewWorker(q, func(context.Context, *queue.Job) error { return nil },
+		queue.WorkerConfig{Queue: "w", PollInterval: 20 * time.Millisecond, ShutdownTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	waitFor(t, "a result write to wait for a connection", func() bool { return sc.waits.Load() > 0 })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return after its context ended while a write waited for a connection")
+	}
+	if !sc.deadline.Load() {
+		t.Error("a result write waited with no deadline")
+	}
+	if st := w.Stats(); st.Completed != 0 {
+		t.Errorf("stats %+v: no write could land, yet a completion was counted", st)
+	}
+}
+
+// reclaimingClaimer's first Claim hands out the job; its next claims hand
+// out the same job again under a new token, as a lock claimer that lost its
+// connection (and so the job's lock) and claimed on a new one does.
+type reclaimingClaimer struct {
+	queue.Claimer
+	claims atomic.Int32
+}
+
+func (c *reclaimingClaimer) Claim(ctx context.Context, name string, n int) ([]*queue.Job, error) {
+	if c.claims.Add(1) > 2 {
+		return nil, nil
+	}
+	return []*queue.Job{{ID: 7, Queue: name, Token: int64(c.claims.Load()), MaxAttempts: 3, State: queue.StateClaimed}}, nil
+}
+
+func (c *reclaimingClaimer) Complete(context.Context, []queue.Lease) error { return nil }
+
+// A job claimed again while its earlier run still goes on (the earlier
+// claim was lost before the heartbeat noticed) cancels the earlier run
+// with a lease-lost cause, so one worker never runs it twice at once.
+func TestWorkerReclaimedJobCancelsEarlierRun(t *testing.T) {
+	rc := &reclaimingClaimer{}
+	d := &wrapDriver{Driver: memq.New(time.Minute).Driver(), wrap: func(c queue.Claimer) queue.Claimer { rc.Claimer = c; return rc }}
+	q, _ := queue.New(d, queue.Config{})
+	causes := make(chan error, 2)
+	var runs atomic.Int32
+	w, err := queue.NewWorker(q, func(ctx context.Context, j *queue.Job) error {
+		if runs.Add(1) > 1 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			causes <- context.Cause(ctx)
+		case <-time.After(10 * time.Second):
+			causes <- nil
+		}
+		return ctx.Err()
+	}, queue.WorkerConfig{Queue: "w", Concurrency: 2, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runWorker(t, w)
+	if cause := <-causes; !errors.Is(cause, queue.ErrLeaseLost) {
+		t.Fatalf("earlier run ended with cause %v, want one matching ErrLeaseLost", cause)
+	}
+	waitFor(t, "both runs to settle", func() bool { st := w.Stats(); return st.Completed+st.LeasesLost == 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.Completed != 1 || st.LeasesLost != 1 {
+		t.Fatalf("stats %+v: want the later run completed and the earlier one lost", st)
 	}
 }

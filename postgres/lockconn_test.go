@@ -1,0 +1,330 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/internal/dbtest"
+	"github.com/dbqueue/dbq/queue"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// runLog records the runs of a job: when each began and ended, so a test
+// can tell whether two ever overlapped.
+type runLog struct {
+	mu   sync.Mutex
+	runs []span
+}
+
+type span struct{ from, to time.Time }
+
+func (l *runLog) begin() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.runs = append(l.runs, span{from: time.Now()})
+	return len(l.runs) - 1
+}
+
+func (l *runLog) end(i int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.runs[i].to = time.Now()
+}
+
+// overlaps counts pairs of runs that were under way at once.
+func (l *runLog) overlaps() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for i, a := range l.runs {
+		for _, b := range l.runs[i+1:] {
+			aTo, bTo := a.to, b.to
+			if aTo.IsZero() {
+				aTo = time.Now()
+			}
+			if bTo.IsZero() {
+				bTo = time.Now()
+			}
+			if a.from.Before(bTo) && b.from.Before(aTo) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// outcomeHooks collects the outcome of every run.
+type outcomeHooks struct {
+	queue.NopHooks
+	mu  sync.Mutex
+	got []queue.Outcome
+}
+
+func (h *outcomeHooks) JobEnd(_ context.Context, _ *queue.Job, o queue.Outcome, _ time.Duration, _ error) {
+	h.mu.Lock()
+	h.got = append(h.got, o)
+	h.mu.Unlock()
+}
+
+func (h *outcomeHooks) count(o queue.Outcome) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, g := range h.got {
+		if g == o {
+			n++
+		}
+	}
+	return n
+}
+
+// poolWith returns a pool of its own whose sessions run with the given
+// server settings (e.g. idle_session_timeout), closed at t's cleanup.
+func poolWith(t testing.TB, settings map[string]string) *pgxpool.Pool {
+	t.Helper()
+	testPool(t)
+	cfg, err := pgxpool.ParseConfig(dbtest.DSN(dialect.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 8
+	for k, v := range settings {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
+	pool, err := pgxpool.NewWithConfig(testCtx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// lockHolder returns the server process holding the advisory lock of job
+// id of q's table, 0 when none does.
+func lockHolder(t testing.TB, q *queue.Queue, id int64) int32 {
+	t.Helper()
+	var pid int32
+	err := testPool(t).QueryRow(testCtx(t), `
+		SELECT coalesce(max(pid), 0) FROM pg_locks
+		WHERE locktype = 'advisory' AND objsubid = 2 AND granted
+			AND classid = $1::regclass::oid AND objid::int8 = $2`, driverOf(t, q).Table(), id).Scan(&pid)
+	if err != nil {
+		t.Fatalf("pg_locks: %v", err)
+	}
+	return pid
+}
+
+// TestAdvisoryLostLockConnectionCancelsHandler: when the connection whose
+// session holds a running job's lock ends (here pg_terminate_backend; an
+// idle timeout, a proxy or a network cut do the same), the Worker notices
+// within LockCheck, cancels the handler with a lease-lost cause, reports
+// OutcomeLeaseLost, and claims again on a new connection; the job then
+// runs once more, to completion. DBQ_LOCKCHECK_TRIALS=n runs n trials with
+// the default LockCheck and logs the time from loss to cancel.
+func TestAdvisoryLostLockConnectionCancelsHandler(t *testing.T) {
+	t.Parallel()
+	trials, lockCheck := 1, 600*time.Millisecond
+	if s := os.Getenv("DBQ_LOCKCHECK_TRIALS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("DBQ_LOCKCHECK_TRIALS=%q: want a positive number", s)
+		}
+		trials, lockCheck = n, 0
+	}
+	var took []time.Duration
+	for range trials {
+		took = append(took, lostLockTrial(t, lockCheck))
+	}
+	slices.Sort(took)
+	t.Logf("connection loss to handler cancel over %d trials (LockCheck %v): p50 %v, max %v",
+		trials, cmp.Or(lockCheck, DefaultLockCheck), took[len(took)/2], took[len(took)-1])
+}
+
+// lostLockTrial runs one job on a Worker of one slot, ends the connection
+// holding its lock, and returns how long the Worker took to cancel the
+// handler.
+func lostLockTrial(t *testing.T, lockCheck time.Duration) time.Duration {
+	t.Helper()
+	q := newQueue(t, Config{LockCheck: lockCheck}, true)
+	id := enqueueN(t, q, "lost", 1)[0]
+	var (
+		runs    atomic.Int32
+		started = make(chan struct{})
+		causes  = make(chan error, 4)
+	)
+	h := func(ctx context.Context, j *queue.Job) error {
+		if runs.Add(1) > 1 {
+			return nil // the second run completes
+		}
+		close(started)
+		select {
+		case <-ctx.Done():
+			causes <- context.Cause(ctx)
+			return ctx.Err()
+		case <-time.After(30 * time.Second):
+			causes <- nil
+			return errors.New("never cancelled")
+		}
+	}
+	hooks := &outcomeHooks{}
+	// One slot: the worker cannot claim the job again while the first run
+	// goes on, so only the lock check can end it.
+	w, err := queue.NewWorker(q, h, queue.WorkerConfig{Queue: "lost", Concurrency: 1, PollInterval: 50 * time.Millisecond, Hooks: hooks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job did not start")
+	}
+	pid := lockHolder(t, q, id)
+	if pid == 0 {
+		t.Fatal("no session holds the running job's lock")
+	}
+	var ok bool
+	if err := testPool(t).QueryRow(testCtx(t), "SELECT pg_terminate_backend($1, 5000)", pid).Scan(&ok); err != nil || !ok {
+		t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, ok, err)
+	}
+	killed := time.Now()
+	cause := <-causes
+	took := time.Since(killed)
+	if !errors.Is(cause, queue.ErrLeaseLost) {
+		t.Fatalf("handler ended with cause %v, want one matching queue.ErrLeaseLost", cause)
+	}
+	for deadline := time.Now().Add(20 * time.Second); countRows(t, q, "") > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job was not run again to completion")
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); hooks.count(queue.OutcomeLeaseLost) == 0 || hooks.count(queue.OutcomeCompleted) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("outcomes %v, want one lease_lost and one completed", hooks.got)
+		}
+	}
+	if st := w.Stats(); st.LeasesLost != 1 || st.Completed != 1 {
+		t.Errorf("stats %+v, want 1 lease lost and 1 completed", st)
+	}
+	return took
+}
+
+// TestAdvisoryIdleSessionTimeout: a server (or proxy) that ends idle
+// sessions must not end a session holding running jobs' locks. Workers on
+// sessions with idle_session_timeout shorter than the jobs run them each
+// once, never two at once, and complete them all. DBQ_SOAK (a duration)
+// runs it longer with a steady stream of jobs.
+func TestAdvisoryIdleSessionTimeout(t *testing.T) {
+	t.Parallel()
+	idle := 1500 * time.Millisecond
+	soak := time.Duration(0)
+	if s := os.Getenv("DBQ_SOAK"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("DBQ_SOAK=%q: %v", s, err)
+		}
+		soak, idle = d, 2*time.Second
+	}
+	base := newQueue(t, Config{}, true)
+	schema := base.Config().Schema
+
+	var (
+		mu    sync.Mutex
+		logs  = map[int64]*runLog{}
+		total atomic.Int64
+	)
+	logOf := func(id int64) *runLog {
+		mu.Lock()
+		defer mu.Unlock()
+		l := logs[id]
+		if l == nil {
+			l = &runLog{}
+			logs[id] = l
+		}
+		return l
+	}
+	h := func(ctx context.Context, j *queue.Job) error {
+		l := logOf(j.ID)
+		i := l.begin()
+		defer l.end(i)
+		total.Add(1)
+		d := 2*time.Second + time.Duration(j.ID%5)*time.Second // 2–6 s
+		if soak == 0 {
+			d = 4 * time.Second
+		}
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var workers []*queue.Worker
+	for range 2 {
+		pool := poolWith(t, map[string]string{"idle_session_timeout": fmt.Sprint(idle.Milliseconds())})
+		q, err := New(pool, Config{Config: queue.Config{Schema: schema}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = q.Close() })
+		w, err := queue.NewWorker(q, h, queue.WorkerConfig{Queue: "idle", Concurrency: 4, PollInterval: 3 * idle, DisableWakeups: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(ctx); err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		}()
+	}
+	enqueued := len(enqueueN(t, base, "idle", 1))
+	for end := time.Now().Add(soak); time.Now().Before(end); time.Sleep(time.Second) {
+		enqueued += len(enqueueN(t, base, "idle", 1))
+	}
+	for deadline := time.Now().Add(90 * time.Second); countRows(t, base, "") > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs still in the table", countRows(t, base, ""), enqueued)
+		}
+	}
+	stop()
+	wg.Wait()
+	overlaps := 0
+	for _, l := range logs {
+		overlaps += l.overlaps()
+	}
+	var lost int64
+	for _, w := range workers {
+		lost += w.Stats().LeasesLost
+	}
+	t.Logf("%d jobs, %d runs, %d lost holds, %d overlapping runs (idle_session_timeout %v)", enqueued, total.Load(), lost, overlaps, idle)
+	if overlaps != 0 {
+		t.Errorf("%d times a job ran twice at once", overlaps)
+	}
+	if lost != 0 || total.Load() != int64(enqueued) {
+		t.Errorf("%d runs of %d jobs, %d holds lost: the idle timeout ended a session holding jobs", total.Load(), enqueued, lost)
+	}
+}
