@@ -45,6 +45,12 @@ type Harness struct {
 	// locks. The suite requires it to be empty after a cancelled Claim.
 	Leftovers func(t *testing.T, c queue.Claimer) []string
 
+	// ClaimWindow is, for a claim that picks its jobs at random among the
+	// first ClaimWindow ready ones (SQL Server's DeleteTop), that window;
+	// the fairness case allows the oldest job a wait that grows with it.
+	// 0 for claims in order.
+	ClaimWindow int
+
 	// LeaseSlack is added to every wait for a lease to expire, for
 	// databases whose clock is coarse. Default 0.
 	LeaseSlack time.Duration

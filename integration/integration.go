@@ -53,6 +53,7 @@ func needsAdmin(fn func(t *testing.T, s *suite)) func(t *testing.T, s *suite) {
 var cases = []testCase{
 	{"ClaimsInPriorityRunAtIDOrder", testClaimOrder},
 	{"ClaimsAtMostN", testClaimLimit},
+	{"ClaimsEachQueueFairly", testFairAcrossQueues},
 	{"HonoursRunAt", testHonoursRunAt},
 	{"SkipsHeldJobs", testSkipsHeld},
 	{"PayloadBytesRoundTrip", testPayloadRoundTrip},

@@ -96,8 +96,13 @@ func dropSchema(t *testing.T, db *sql.DB, n dialect.Names) {
 }
 
 func harness(t *testing.T, db *sql.DB, base Config) integration.Harness {
+	window := 0
+	if base.Strategy == DeleteTop {
+		window = base.WithDefaults().Window
+	}
 	return integration.Harness{
-		Dialect: "mssql",
+		Dialect:     "mssql",
+		ClaimWindow: window,
 		NewQueue: func(t *testing.T, cfg queue.Config, migrate bool) *queue.Queue {
 			c := base
 			c.Config = cfg
