@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -202,6 +204,8 @@ func lostLockTrial(t *testing.T, lockCheck time.Duration) time.Duration {
 	if pid == 0 {
 		t.Fatal("no session holds the running job's lock")
 	}
+	// The loss falls anywhere between two checks.
+	time.Sleep(rand.N(cmp.Or(lockCheck, DefaultLockCheck) / 3))
 	var ok bool
 	if err := testPool(t).QueryRow(testCtx(t), "SELECT pg_terminate_backend($1, 5000)", pid).Scan(&ok); err != nil || !ok {
 		t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, ok, err)
@@ -326,5 +330,156 @@ func TestAdvisoryIdleSessionTimeout(t *testing.T) {
 	}
 	if lost != 0 || total.Load() != int64(enqueued) {
 		t.Errorf("%d runs of %d jobs, %d holds lost: the idle timeout ended a session holding jobs", total.Load(), enqueued, lost)
+	}
+}
+
+// cutProxy forwards TCP connections to the PostgreSQL server until cut,
+// after which it forwards nothing and closes nothing, as a network that
+// drops every packet does: neither end hears of it.
+type cutProxy struct {
+	ln    net.Listener
+	addr  string
+	cut   chan struct{}
+	once  sync.Once
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newCutProxy(t testing.TB, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, addr: ln.Addr().String(), cut: make(chan struct{})}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			go p.pipe(c, s)
+			go p.pipe(s, c)
+		}
+	}()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *cutProxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-p.cut:
+			<-make(chan struct{}) // hold on; close ends the goroutine's conns
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			_ = dst.Close()
+			return
+		}
+	}
+}
+
+// close ends every connection on both sides, as the network coming back
+// and TCP resetting would.
+func (p *cutProxy) close() {
+	p.once.Do(func() { close(p.cut) })
+	_ = p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// TestAdvisoryNetworkCutCancelsHandler: a network that silently stops
+// carrying the lock connection's packets (no reset, no error) makes the
+// lock check's ping go unanswered; the Worker cancels the handler with a
+// lease-lost cause within LockCheck rather than waiting on TCP, and once
+// the server hears the connection is gone the job runs again to completion.
+func TestAdvisoryNetworkCutCancelsHandler(t *testing.T) {
+	t.Parallel()
+	const lockCheck = 900 * time.Millisecond
+	base := newQueue(t, Config{}, true)
+	cc, err := pgxpool.ParseConfig(dbtest.DSN(dialect.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newCutProxy(t, net.JoinHostPort(cc.ConnConfig.Host, strconv.Itoa(int(cc.ConnConfig.Port))))
+	host, port, _ := net.SplitHostPort(proxy.addr)
+	cc.ConnConfig.Host = host
+	p, _ := strconv.Atoi(port)
+	cc.ConnConfig.Port = uint16(p)
+	cc.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(testCtx(t), cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	q, err := New(pool, Config{Config: queue.Config{Schema: base.Config().Schema}, LockCheck: lockCheck})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	id := enqueueN(t, base, "cut", 1)[0]
+	started, causes := make(chan struct{}), make(chan error, 1)
+	w, err := queue.NewWorker(q, func(ctx context.Context, j *queue.Job) error {
+		close(started)
+		select {
+		case <-ctx.Done():
+			causes <- context.Cause(ctx)
+		case <-time.After(30 * time.Second):
+			causes <- nil
+		}
+		return ctx.Err()
+	}, queue.WorkerConfig{Queue: "cut", Concurrency: 1, PollInterval: time.Hour, DisableWakeups: true, ShutdownTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	<-started
+	if lockHolder(t, base, id) == 0 {
+		t.Fatal("no session holds the running job's lock")
+	}
+	proxy.once.Do(func() { close(proxy.cut) })
+	cutAt := time.Now()
+	cause := <-causes
+	t.Logf("network cut to handler cancel: %v (LockCheck %v)", time.Since(cutAt), lockCheck)
+	if !errors.Is(cause, queue.ErrLeaseLost) {
+		t.Fatalf("handler ended with cause %v, want one matching queue.ErrLeaseLost", cause)
+	}
+	stop()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return with its connections cut")
+	}
+	// The network comes back: the server ends the session and its locks.
+	proxy.close()
+	c := advisoryClaimer(t, base)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if jobs := claim(t, c, "cut", 1); len(jobs) == 1 && jobs[0].ID == id {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job did not become claimable once the cut connection ended")
+		}
 	}
 }
