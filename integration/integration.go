@@ -82,4 +82,5 @@ var cases = []testCase{
 	{"JobsListsAndPages", needsAdmin(testJobsList)},
 	{"FrozenClaimerLosesItsJob", testFrozenClaimer},
 	{"WorkerSnoozeRunsAgain", needsAdmin(testWorkerSnooze)},
+	{"LeavesPoolSessionsAsFound", testPoolSessions},
 }
