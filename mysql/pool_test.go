@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,38 +14,44 @@ import (
 	"github.com/dbqueue/dbq/queue"
 )
 
-// sessionSettings reads, on n connections of db held at once (so each is a
-// different one, every idle one among them), the session settings dbq must
-// leave as it found them, and whether each connection sees a row another
-// session inserted and has not committed (a dirty read). One line per
-// connection, without its id, so that lines compare across connections.
-func sessionSettings(t *testing.T, db *sql.DB, isoVar, uncommittedTable string, n int) []string {
+// poolSessions holds n connections of db at once — so that every idle one
+// is among them — and reads on each the session settings dbq must leave as
+// it found them and, when probe names a table, how many of its rows the
+// session sees: a row another session has not committed counts only in a
+// dirty read.
+func poolSessions(t testing.TB, db *sql.DB, srv Server, n int, probe string) []map[string]string {
 	t.Helper()
-	ctx := ctxTimeout(t, 30*time.Second)
-	conns := make([]*sql.Conn, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conns := make([]*sql.Conn, 0, n)
 	defer func() {
 		for _, c := range conns {
-			if c != nil {
-				c.Close()
-			}
+			c.Close()
 		}
 	}()
-	out := make([]string, n)
-	for i := range conns {
+	iso := srv.isolationVar()
+	out := make([]map[string]string, n)
+	for i := range n {
 		c, err := db.Conn(ctx)
 		if err != nil {
 			t.Fatalf("connection %d of %d: %v", i+1, n, err)
 		}
-		conns[i] = c
-		var iso, wait string
-		if err := c.QueryRowContext(ctx, "SELECT @@SESSION."+isoVar+", @@SESSION.innodb_lock_wait_timeout").Scan(&iso, &wait); err != nil {
+		conns = append(conns, c)
+		var isoV, innoWait, mdlWait, autocommit, sqlMode string
+		if err := c.QueryRowContext(ctx, "SELECT @@SESSION."+iso+
+			", @@SESSION.innodb_lock_wait_timeout, @@SESSION.lock_wait_timeout, @@SESSION.autocommit, @@SESSION.sql_mode").
+			Scan(&isoV, &innoWait, &mdlWait, &autocommit, &sqlMode); err != nil {
 			t.Fatalf("session settings: %v", err)
 		}
-		var dirty int
-		if err := c.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+uncommittedTable).Scan(&dirty); err != nil {
-			t.Fatalf("dirty read probe: %v", err)
+		out[i] = map[string]string{iso: isoV, "innodb_lock_wait_timeout": innoWait,
+			"lock_wait_timeout": mdlWait, "autocommit": autocommit, "sql_mode": sqlMode}
+		if probe != "" {
+			var seen string
+			if err := c.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+probe).Scan(&seen); err != nil {
+				t.Fatalf("dirty read probe: %v", err)
+			}
+			out[i]["uncommitted rows seen"] = seen
 		}
-		out[i] = fmt.Sprintf("%s=%s innodb_lock_wait_timeout=%s uncommitted rows seen=%d", isoVar, iso, wait, dirty)
 	}
 	return out
 }
@@ -87,15 +93,15 @@ func TestUserPoolSessionsUnchanged(t *testing.T) {
 	db, dsn := userPool(t, size, Config{})
 	probe := uncommittedRow(t, dsnDatabase(t, dsn))
 	q := newOn(t, db, Config{LockWaitTimeout: 7 * time.Second})
-	isoVar := q.Driver().(*Driver).Server().isolationVar()
+	srv := q.Driver().(*Driver).Server()
 
-	before := sessionSettings(t, db, isoVar, probe, size)
-	for i, s := range before {
-		if s != before[0] {
-			t.Fatalf("the pool's connections differ before dbq ran: %q and %q", before[0], before[i])
+	before := poolSessions(t, db, srv, size, probe)
+	for i, m := range before {
+		if !maps.Equal(m, before[0]) {
+			t.Fatalf("the pool's connections differ before dbq ran: %v and %v", before[0], before[i])
 		}
-		if strings.Contains(s, "=7 ") || strings.Contains(s, "READ-UNCOMMITTED") || strings.HasSuffix(s, "=1") {
-			t.Fatalf("the server's defaults already look like dbq's settings (%s): the test would prove nothing", s)
+		if m["innodb_lock_wait_timeout"] == "7" || m[srv.isolationVar()] == "READ-UNCOMMITTED" || m["uncommitted rows seen"] != "0" {
+			t.Fatalf("the server's defaults already look like dbq's settings (%v): the test would prove nothing", m)
 		}
 	}
 
@@ -120,10 +126,9 @@ func TestUserPoolSessionsUnchanged(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
-	after := sessionSettings(t, db, isoVar, probe, size)
-	for i, s := range after {
-		if s != before[0] {
-			t.Errorf("connection %d of the user's pool after dbq ran: %s; before: %s", i+1, s, before[0])
+	for i, m := range poolSessions(t, db, srv, size, probe) {
+		if !maps.Equal(m, before[0]) {
+			t.Errorf("connection %d of the user's pool after dbq ran: %v; before: %v", i+1, m, before[0])
 		}
 	}
 }
