@@ -267,9 +267,10 @@ func TestWorkerOnOneConnectionReturns(t *testing.T) {
 
 // TestWorkerReturnsWhenPoolIsBusy: a Worker whose pool has a connection
 // for its claimer and one more, which the application holds, cannot write
-// its results; Run must still return within ShutdownTimeout and a bounded
-// write after its ctx ends. The bound on the write is the Worker's
-// (queue/worker.go): the dialect's Complete follows the ctx it is given
+// its results; Run must still return within 20 s of its ctx ending
+// (ShutdownTimeout is 1 s). The bound on each write, and on the Close that
+// releases what is still held, is the Worker's (queue/worker.go): the
+// dialect's Complete, Release and Close follow the ctx they are given
 // (TestSettleFollowsCtxOnBusyPool).
 func TestWorkerReturnsWhenPoolIsBusy(t *testing.T) {
 	t.Parallel()
@@ -294,8 +295,10 @@ func TestWorkerReturnsWhenPoolIsBusy(t *testing.T) {
 	defer app.Close()
 	time.Sleep(200 * time.Millisecond)
 	stop()
+	// Results that could not be written may make Run return an error;
+	// what matters is that it returns.
 	if err := waitRun(t, w, ran, 20*time.Second); err != nil {
-		t.Fatalf("Run: %v", err)
+		t.Logf("Run: %v", err)
 	}
 }
 
@@ -332,9 +335,10 @@ func TestBeginRCSetsIsolation(t *testing.T) {
 	}
 }
 
-// TestSettleFollowsCtxOnBusyPool: Complete, Retry, Release and Extend wait
-// for a pool connection only as long as their ctx lets them, and change
-// nothing then; with a connection free again, the same leases settle.
+// TestSettleFollowsCtxOnBusyPool: Complete, Retry, Release, Extend and
+// Close wait for a pool connection only as long as their ctx lets them,
+// and change nothing then; with a connection free again, the same leases
+// settle.
 func TestSettleFollowsCtxOnBusyPool(t *testing.T) {
 	t.Parallel()
 	db, _ := userPool(t, 2, Config{})
@@ -378,6 +382,25 @@ func TestSettleFollowsCtxOnBusyPool(t *testing.T) {
 		}
 	}
 	wantCountsOf(t, q, "pool", 1, 1, 1, 0)
+
+	// Close gives back what it holds through the pool: it too waits only
+	// as long as its ctx lets it.
+	if got, err := c.Claim(ctx, "pool", 1); err != nil || len(got) != 1 {
+		t.Fatalf("Claim: %d jobs, %v", len(got), err)
+	}
+	if app, err = db.Conn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := c.Close(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close holding a job on an exhausted pool: %v, want context.DeadlineExceeded", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Close on an exhausted pool returned after %v, its ctx ended after 200ms", took)
+	}
 }
 
 func wantCountsOf(t *testing.T, q *queue.Queue, name string, ready, scheduled, held, dead int64) {
