@@ -68,10 +68,10 @@ func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
 		return nil, queue.ErrClosed
 	}
 	live := d.claimers.Add(1)
-	if max := d.db.Stats().MaxOpenConnections; max > 0 && int64(max) < live+1 {
+	if limit := d.db.Stats().MaxOpenConnections; limit > 0 && int64(limit) < live+1 {
 		d.claimers.Add(-1)
 		return nil, fmt.Errorf("%w: db.SetMaxOpenConns(%d) is too small for %d Claimer(s): each holds a connection of its own and Complete, Retry, Release and Extend need at least one more; raise it to at least %d",
-			ErrPoolTooSmall, max, live, live+1)
+			ErrPoolTooSmall, limit, live, live+1)
 	}
 	c := &Claimer{d: d, spread: 1, held: map[int64]int64{}}
 	if d.trackTokens {
@@ -659,8 +659,8 @@ func dedupeLeases(ls []queue.Lease) []queue.Lease {
 }
 
 // Close gives back every job the claimer still holds (Release) and closes
-// its connection (never pooled again, see connect). A claim running meanwhile finishes first. Further calls
-// return ErrClosed.
+// its connection (never pooled again, see connect). A claim running
+// meanwhile finishes first. Further calls return ErrClosed.
 func (c *Claimer) Close(ctx context.Context) error {
 	if c.closed.Swap(true) {
 		return queue.ErrClosed
