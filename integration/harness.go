@@ -51,6 +51,16 @@ type Harness struct {
 	// 0 for claims in order.
 	ClaimWindow int
 
+	// UserPool, when set, returns a Queue made by the dialect's constructor
+	// on a connection pool the test made as an application makes its own
+	// (tables of its own, migrated, dropped at t's cleanup; room for a
+	// Worker), and sessions, which reads the settings of every connection
+	// that pool holds — holding them all at once, so that each idle one is
+	// read — as one map of setting name to value per connection: isolation
+	// level, lock and statement timeouts, whatever a dialect could leave
+	// behind. The suite checks that dbq leaves them as it found them.
+	UserPool func(t *testing.T, cfg queue.Config) (q *queue.Queue, sessions func(t *testing.T) []map[string]string)
+
 	// LeaseSlack is added to every wait for a lease to expire, for
 	// databases whose clock is coarse. Default 0.
 	LeaseSlack time.Duration

@@ -83,4 +83,5 @@ var cases = []testCase{
 	{"JobsListsAndPages", needsAdmin(testJobsList)},
 	{"FrozenClaimerLosesItsJob", testFrozenClaimer},
 	{"WorkerSnoozeRunsAgain", needsAdmin(testWorkerSnooze)},
+	{"LeavesPoolSessionsAsFound", testPoolSessions},
 }

@@ -240,7 +240,7 @@ func (d *Driver) RetryDead(ctx context.Context, q string, ids []int64) ([]int64,
 // parameters) in a READ COMMITTED transaction on the pool, runs statement
 // name on the locked ids, commits, and returns those ids.
 func (d *Driver) lockAndRun(ctx context.Context, what, lock string, args []any, name string) ([]int64, error) {
-	tx, err := beginRC(ctx, d.db, d.sessionRC)
+	tx, err := beginRC(ctx, d.db)
 	if err != nil {
 		return nil, d.classify(what, err)
 	}

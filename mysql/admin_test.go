@@ -354,7 +354,7 @@ func TestPauseInClaimSteps(t *testing.T) {
 
 	lockStep := func() []*queue.Job {
 		t.Helper()
-		tx, err := beginRC(ctx, a.conn, false)
+		tx, err := beginRC(ctx, a.conn)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -744,7 +744,7 @@ func TestClaimLocksExactly(t *testing.T) {
 	// ids[21:60] held by b.
 	sampled := slices.Concat(ids[0:80], later, other, []int64{1 << 40})
 	a := newClaimer(t, q)
-	tx, err := beginRC(ctx, a.conn, false)
+	tx, err := beginRC(ctx, a.conn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,16 +59,26 @@ var (
 // row lock, so they are quick; the bound is for a server that hangs.
 const stepTimeout = 30 * time.Second
 
-// NewClaimer returns a Claimer with a connection of its own.
+// NewClaimer returns a Claimer with a connection of its own. It fails
+// with ErrPoolTooSmall when the pool's SetMaxOpenConns leaves no
+// connection for Complete, Retry, Release and Extend besides those of this
+// Driver's Claimers (see doc.go, Connections).
 func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
+	}
+	live := d.claimers.Add(1)
+	if limit := d.db.Stats().MaxOpenConnections; limit > 0 && int64(limit) < live+1 {
+		d.claimers.Add(-1)
+		return nil, fmt.Errorf("%w: db.SetMaxOpenConns(%d) is too small for %d Claimer(s): each holds a connection of its own and Complete, Retry, Release and Extend need at least one more; raise it to at least %d",
+			ErrPoolTooSmall, limit, live, live+1)
 	}
 	c := &Claimer{d: d, spread: 1, held: map[int64]int64{}}
 	if d.trackTokens {
 		c.issued = map[int64]bool{}
 	}
 	if err := c.connect(ctx); err != nil {
+		d.claimers.Add(-1)
 		return nil, err
 	}
 	return c, nil
@@ -83,7 +93,8 @@ func (c *Claimer) LeaseDuration() time.Duration { return c.d.cfg.Lease }
 func (c *Claimer) EmptyLocks() (empty, claims int64) { return c.emptyLocks.Load(), c.claims.Load() }
 
 // connect gets the claimer a fresh session. Called with mu held (or before
-// the claimer is shared).
+// the claimer is shared). The session's settings (sql/session.sql) are the
+// claimer's alone: the connection never goes back to the pool (dropConn).
 func (c *Claimer) connect(ctx context.Context) error {
 	cn, err := c.d.db.Conn(ctx)
 	if err != nil {
@@ -91,28 +102,35 @@ func (c *Claimer) connect(ctx context.Context) error {
 	}
 	for _, s := range strings.Split(c.d.stmts.get(sqlSession, 0), ";\n") {
 		if _, err := cn.ExecContext(ctx, s); err != nil {
-			cn.Close()
+			discard(cn)
 			return c.d.classify("claimer session", err)
 		}
 	}
 	var id int64
 	if err := cn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
-		cn.Close()
+		discard(cn)
 		return c.d.classify("claimer session", err)
 	}
 	c.conn, c.connID = cn, id
 	return nil
 }
 
-// dropConn discards a broken session: database/sql closes a connection
-// whose Raw callback returns driver.ErrBadConn instead of pooling it.
+// dropConn closes the claimer's session, broken or not, rather than give
+// it back to the pool with the claimer's settings.
 func (c *Claimer) dropConn() {
 	if c.conn == nil {
 		return
 	}
-	_ = c.conn.Raw(func(any) error { return driver.ErrBadConn })
-	_ = c.conn.Close()
+	discard(c.conn)
 	c.conn, c.connID = nil, 0
+}
+
+// discard closes cn's session instead of returning it to the pool:
+// database/sql closes a connection whose Raw callback returns
+// driver.ErrBadConn.
+func discard(cn *sql.Conn) {
+	_ = cn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = cn.Close()
 }
 
 // Claim returns up to n ready jobs of queueName (at most 5000), held by
@@ -251,7 +269,7 @@ func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int) 
 
 	// Steps 2 and 3, in one READ COMMITTED transaction, committed even
 	// when it locked nothing.
-	tx, err := beginRC(step, cn, false)
+	tx, err := beginRC(step, cn)
 	if err != nil {
 		return nil, true, d.classify("claim begin", err)
 	}
@@ -558,7 +576,7 @@ func (c *Claimer) settleChunk(ctx context.Context, what string, chunk []queue.Le
 		ids[i] = l.ID
 	}
 	// Fast path.
-	tx, err := beginRC(ctx, d.db, d.sessionRC)
+	tx, err := beginRC(ctx, d.db)
 	if err != nil {
 		return nil, d.classify(what, err)
 	}
@@ -579,7 +597,7 @@ func (c *Claimer) settleChunk(ctx context.Context, what string, chunk []queue.Le
 	}
 
 	// Slow path: some lease is lost.
-	tx, err = beginRC(ctx, d.db, d.sessionRC)
+	tx, err = beginRC(ctx, d.db)
 	if err != nil {
 		return nil, d.classify(what, err)
 	}
@@ -640,9 +658,9 @@ func dedupeLeases(ls []queue.Lease) []queue.Lease {
 	return out
 }
 
-// Close gives back every job the claimer still holds (Release) and returns
-// its connection. A claim running meanwhile finishes first. Further calls
-// return ErrClosed.
+// Close gives back every job the claimer still holds (Release) and closes
+// its connection (never pooled again, see connect). A claim running
+// meanwhile finishes first. Further calls return ErrClosed.
 func (c *Claimer) Close(ctx context.Context) error {
 	if c.closed.Swap(true) {
 		return queue.ErrClosed
@@ -662,9 +680,7 @@ func (c *Claimer) Close(ctx context.Context) error {
 			err = nil // lost meanwhile: not ours to give back
 		}
 	}
-	if c.conn != nil {
-		_ = c.conn.Close()
-		c.conn = nil
-	}
+	c.dropConn()
+	c.d.claimers.Add(-1)
 	return err
 }

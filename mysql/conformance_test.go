@@ -46,6 +46,15 @@ func TestConformance(t *testing.T) {
 		Leftovers: func(t *testing.T, c queue.Claimer) []string {
 			return openTrx(t, sessionOf(c))
 		},
+		// New on a *sql.DB of the user's, with room for a claimer and its
+		// completions; every connection it holds stays idle in it.
+		UserPool: func(t *testing.T, cfg queue.Config) (*queue.Queue, func(*testing.T) []map[string]string) {
+			const size = 4
+			db, _ := userPool(t, size, Config{Config: cfg})
+			q := newOn(t, db, Config{Config: cfg})
+			srv := q.Driver().(*Driver).Server()
+			return q, func(t *testing.T) []map[string]string { return poolSessions(t, db, srv, size, "") }
+		},
 	})
 }
 

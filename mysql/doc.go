@@ -79,8 +79,8 @@
 // structs, and a collision costs part of a batch, not all of it.
 //
 // Dirty candidates. The candidate select runs in READ UNCOMMITTED (the
-// claimer session's level; every transaction sets READ COMMITTED
-// explicitly). It takes no locks and decides nothing — step 2 re-checks
+// level of the claimer's own session, which is never pooled again; every
+// transaction sets READ COMMITTED explicitly). It takes no locks and decides nothing — step 2 re-checks
 // every row under its lock on the primary — but a row another claimer is
 // claiming drops out of the window the moment that claimer's UPDATE runs
 // (InnoDB skips the delete-marked claim-index entry) instead of at its
@@ -239,13 +239,39 @@
 //
 // # Connections
 //
-// Each Claimer holds one connection (READ UNCOMMITTED for its plain reads,
-// innodb_lock_wait_timeout = Config.LockWaitTimeout) for its claims and
-// rescue passes, and replaces it if the server ends it. Rescue takes one
-// from the pool for its run. Complete, Retry, Release, Extend, Enqueue,
-// Stats and the admin methods use the pool. Open sets parseTime,
-// loc=UTC, interpolateParams (one round trip per statement instead of
-// prepare-execute-close), rejectReadOnly, READ COMMITTED and the lock wait
-// timeout on every session of its pool; with New, pass
-// interpolateParams=true in your DSN for the same round trips.
+// Each Claimer holds one connection of the pool for its claims and rescue
+// passes (READ UNCOMMITTED for its plain reads, innodb_lock_wait_timeout =
+// Config.LockWaitTimeout, both set on that session alone), and replaces it
+// if the server ends it. That connection never goes back to the pool: the
+// claimer closes it when it is done with it (Close, a broken session, a
+// failed setup), so no session of the pool — the user's, with New, or
+// Open's own — ever carries a setting of the claimer's. Every other
+// statement runs on a connection taken from the pool for the call and
+// changes nothing on its session: each transaction sets READ COMMITTED for
+// itself with SET TRANSACTION (which applies to that transaction only)
+// rather than trust the session's level, plain reads are single
+// autocommit statements, and Rescue's user lock is released before its
+// connection is returned (or the connection is closed). Enqueue, Stats,
+// Rescue, the admin methods and the move import hold one connection at a
+// time, and only for the call; Complete, Retry, Release and Extend too.
+//
+// The pool must hold each Claimer's connection and one more for Complete,
+// Retry, Release and Extend, or the first completion would wait for ever
+// for a connection that its own Worker holds: when the pool's
+// SetMaxOpenConns (db.Stats().MaxOpenConnections) is below the Driver's
+// live Claimers plus one, NewClaimer — and so Worker.Run — fails at once
+// with ErrPoolTooSmall (a queue.ErrInvalidConfig) naming the setting.
+// Claimers of other Drivers on the same pool, and the application's own
+// use of it, are not counted: every call that waits for a pool connection
+// follows its ctx, so give Complete and its siblings a ctx with a
+// deadline. New's own first query is bounded to 30 s.
+//
+// Open sets parseTime, loc=UTC, interpolateParams (one round trip per
+// statement instead of prepare-execute-close), rejectReadOnly, READ
+// COMMITTED and the lock wait timeout in the DSN, so the driver applies
+// them to every session of its pool as it opens; with New, pass
+// interpolateParams=true in your DSN for the same round trips. With New
+// the pool's sessions keep their own lock wait timeout, which then bounds
+// the lock waits of Complete, Retry, Release, Extend and the admin
+// methods.
 package mysql

@@ -66,3 +66,8 @@ func isBadConn(err error) bool {
 	var me *mysqldrv.MySQLError
 	return errors.As(err, &me) && (me.Number == erConnKilled || me.Number == erQueryKilled)
 }
+
+// ErrPoolTooSmall: the *sql.DB's SetMaxOpenConns leaves no connection for
+// Complete, Retry, Release and Extend once every Claimer of the Driver
+// holds its own. It wraps queue.ErrInvalidConfig.
+var ErrPoolTooSmall = fmt.Errorf("%w: mysql: connection pool too small", queue.ErrInvalidConfig)

@@ -257,17 +257,34 @@ func rowsLocked(ctx context.Context, id int64, modified int) (int64, error) {
 // no interpolateParams, the session's REPEATABLE READ.
 func newPlainQueue(t testing.TB, cfg Config) *queue.Queue {
 	t.Helper()
+	db, _ := userPool(t, 0, cfg)
+	return newOn(t, db, cfg)
+}
+
+// userPool opens a *sql.DB of the user's own on a migrated database of the
+// test's own, from a DSN with none of Open's settings, with at most size
+// connections (0: no limit) that all stay idle in the pool when returned.
+func userPool(t testing.TB, size int, cfg Config) (*sql.DB, string) {
+	t.Helper()
 	_, dsn := newDatabase(t)
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if cfg.Logger == nil {
-		cfg.Logger = quiet
-	}
+	db.SetMaxOpenConns(size)
+	db.SetMaxIdleConns(max(size, 8))
 	if err := Migrate(context.Background(), db, cfg); err != nil {
 		t.Fatalf("Migrate: %v", err)
+	}
+	return db, dsn
+}
+
+// newOn returns a Queue through New on db, closed at cleanup.
+func newOn(t testing.TB, db *sql.DB, cfg Config) *queue.Queue {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quiet
 	}
 	q, err := New(db, cfg)
 	if err != nil {

@@ -103,7 +103,7 @@ func (d *Driver) Export(ctx context.Context, f queue.ExportFilter) (queue.Export
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	tx, err := beginRC(ctx, d.db, d.sessionRC)
+	tx, err := beginRC(ctx, d.db)
 	if err != nil {
 		return nil, d.classify("export", err)
 	}
@@ -223,7 +223,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 	if err != nil {
 		return nil, err
 	}
-	tx, err := beginRC(ctx, d.db, d.sessionRC)
+	tx, err := beginRC(ctx, d.db)
 	if err != nil {
 		return nil, d.classify("import", err)
 	}

@@ -109,9 +109,8 @@ type Driver struct {
 	log     *slog.Logger
 	server  Server
 	stmts   *statements
-	// sessionRC: every session of db is READ COMMITTED already (Open sets
-	// it in the DSN), so a transaction needs no SET TRANSACTION first.
-	sessionRC bool
+	// claimers counts the live Claimers, each holding a connection of db.
+	claimers atomic.Int64
 
 	emptyLocks atomic.Int64
 	claims     atomic.Int64
@@ -141,7 +140,9 @@ var _ queue.Driver = (*Driver)(nil)
 // trips. New asks the server its version (logging it) and fails with
 // ErrUnsupportedServer below MySQL 8.0.1 / MariaDB 10.6.
 func New(db *sql.DB, cfg Config) (*queue.Queue, error) {
-	return newQueue(context.Background(), db, cfg, false)
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	defer cancel()
+	return newQueue(ctx, db, cfg, false)
 }
 
 func newQueue(ctx context.Context, db *sql.DB, cfg Config, own bool) (*queue.Queue, error) {
@@ -222,7 +223,10 @@ func readServer(ctx context.Context, db *sql.DB, stmts *statements) (Server, str
 // session: parseTime, loc=UTC, interpolateParams (one round trip per
 // statement), rejectReadOnly (a failed-over primary turned replica is
 // dropped, not written to), READ COMMITTED and innodb_lock_wait_timeout.
-// Errors never hold the password.
+// These are the pool's own settings, made by the driver as each session
+// opens; the dialect changes no session afterwards, and its transactions
+// set their isolation level themselves rather than rely on these. Errors
+// never hold the password.
 func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	mc, err := driverConfig(dsn)
 	if err != nil {
@@ -256,7 +260,6 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 		db.Close()
 		return nil, fmt.Errorf("%w (dsn %s)", err, dialect.Redact(dsn))
 	}
-	d.sessionRC = true
 	q, err := queue.New(d, d.cfg.Config)
 	if err != nil {
 		db.Close()
@@ -361,14 +364,14 @@ type conn interface {
 	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
-// beginRC starts a READ COMMITTED transaction. On a session already in READ
-// COMMITTED that is a plain START TRANSACTION; otherwise the driver sends
-// SET TRANSACTION ISOLATION LEVEL first (portable: MariaDB and MySQL name
-// the session variable differently, the statement is the same).
-func beginRC(ctx context.Context, c conn, sessionRC bool) (*sql.Tx, error) {
-	if sessionRC {
-		return c.BeginTx(ctx, nil)
-	}
+// beginRC starts a READ COMMITTED transaction: the driver sends SET
+// TRANSACTION ISOLATION LEVEL READ COMMITTED, which applies to the next
+// transaction only, then START TRANSACTION. It never relies on the
+// session's level: a session of the user's pool is at whatever level the
+// user left it, and the dialect changes no session's level (portable too:
+// MariaDB and MySQL name the session variable differently, the statement
+// is the same).
+func beginRC(ctx context.Context, c conn) (*sql.Tx, error) {
 	return c.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 }
 
@@ -419,7 +422,7 @@ func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]in
 				ids, err = d.insert(ctx, d.db, batches[0], nil)
 				return err
 			}
-			own, err := beginRC(ctx, d.db, d.sessionRC)
+			own, err := beginRC(ctx, d.db)
 			if err != nil {
 				return d.classify("enqueue", err)
 			}
@@ -651,7 +654,7 @@ func (d *Driver) withRescueLock(ctx context.Context, cn *sql.Conn, fn func() err
 	defer cancel()
 	var released sql.NullInt64
 	if rerr := cn.QueryRowContext(rctx, d.stmts.get(sqlRescueReleaseLock, 0), d.rescueLock).Scan(&released); rerr != nil {
-		_ = cn.Raw(func(any) error { return driver.ErrBadConn }) // ends the session, and its lock
+		discard(cn) // ends the session, and its lock
 		return errors.Join(err, fmt.Errorf("dbq: mysql: releasing the rescue lock failed, session closed: %w",
 			errors.Join(rerr, driver.ErrBadConn)))
 	}
@@ -682,7 +685,7 @@ func (d *Driver) rescueOnce(ctx context.Context, c conn, q string) (int, error) 
 		if err != nil || len(cand) == 0 {
 			return d.classify("rescue", err)
 		}
-		tx, err := beginRC(ctx, c, false)
+		tx, err := beginRC(ctx, c)
 		if err != nil {
 			return d.classify("rescue", err)
 		}

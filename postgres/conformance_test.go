@@ -8,9 +8,11 @@ import (
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/integration"
+	"github.com/dbqueue/dbq/internal/dbtest"
 	"github.com/dbqueue/dbq/migrations"
 	"github.com/dbqueue/dbq/queue"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pressly/goose/v3"
 )
 
@@ -42,6 +44,10 @@ func harness(s Strategy) integration.Harness {
 				t.Fatalf("migrations.NewProvider: %v", err)
 			}
 			return p
+		},
+		UserPool: func(t *testing.T, cfg queue.Config) (*queue.Queue, func(*testing.T) []map[string]string) {
+			t.Helper()
+			return userPoolQueue(t, Config{Config: cfg, Strategy: s})
 		},
 	}
 	switch s {
@@ -78,6 +84,74 @@ func harness(s Strategy) integration.Harness {
 		}
 	}
 	return h
+}
+
+// userPoolQueue returns a migrated Queue through New on a pgxpool of the
+// test's own, as an application passes its own, and a reader of the
+// session settings of every connection that pool holds.
+func userPoolQueue(t *testing.T, cfg Config) (*queue.Queue, func(*testing.T) []map[string]string) {
+	t.Helper()
+	const size = 4
+	cfg.Schema = newSchema(t, testPool(t))
+	pc, err := pgxpool.ParseConfig(dbtest.DSN(dialect.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.MaxConns = size
+	pool, err := pgxpool.NewWithConfig(testCtx(t), pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close) // before the schema is dropped: cleanups run last first
+	if err := Migrate(testCtx(t), pool, cfg); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	q, err := New(pool, cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return q, func(t *testing.T) []map[string]string {
+		t.Helper()
+		return poolSessions(t, pool, size)
+	}
+}
+
+// poolSessions holds n connections of pool at once — every idle one among
+// them — and reads on each the settings a session can be left with: the
+// ones SET on it, the isolation level and timeouts whatever their source,
+// and dbq's own custom setting.
+func poolSessions(t *testing.T, pool *pgxpool.Pool, n int) []map[string]string {
+	t.Helper()
+	ctx := testCtx(t)
+	out := make([]map[string]string, n)
+	for i := range n {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatalf("connection %d of %d: %v", i+1, n, err)
+		}
+		defer c.Release()
+		rows, err := c.Query(ctx, `SELECT name, setting FROM pg_settings
+			WHERE source = 'session' OR name IN ('transaction_isolation', 'default_transaction_isolation',
+				'lock_timeout', 'statement_timeout', 'idle_in_transaction_session_timeout')
+			UNION ALL SELECT 'dbq.claim_skipped', coalesce(current_setting('dbq.claim_skipped', true), '<unset>')`)
+		if err != nil {
+			t.Fatalf("session settings: %v", err)
+		}
+		m := map[string]string{}
+		for rows.Next() {
+			var k, v string
+			if err := rows.Scan(&k, &v); err != nil {
+				t.Fatal(err)
+			}
+			m[k] = v
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		out[i] = m
+	}
+	return out
 }
 
 // advisoryLeftovers lists what the claimer's session holds besides the
