@@ -350,10 +350,11 @@ claimLoop:
 				break take
 			}
 		}
-		// A claim is never cut off by shutdown: it is short, and cutting it
-		// off may cost a lock-based claimer its connection and with it the
+		// Shutdown cuts a claim short (one waiting for a pool connection
+		// would otherwise hold Run up): the contract says a cancelled claim
+		// leaves no lock and no claim behind, and a lock claimer keeps the
 		// locks of the jobs still running.
-		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+		cctx, ccancel := context.WithTimeout(ctx, claimTimeout)
 		var began time.Time
 		if w.hooks != nil {
 			began = time.Now()
@@ -406,6 +407,10 @@ claimLoop:
 	}
 
 	// Graceful shutdown: let handlers finish, then hard-stop the rest.
+	// Result writes end at the latest flushTimeout after the handlers'
+	// time is up, even while handlers still wait to hand in their results.
+	writeDeadline := time.AfterFunc(w.cfg.ShutdownTimeout+flushTimeout, writeStop)
+	defer writeDeadline.Stop()
 	idle := make(chan struct{})
 	go func() { wg.Wait(); close(idle) }()
 	t := time.NewTimer(w.cfg.ShutdownTimeout)
