@@ -58,5 +58,10 @@
 //     dialect.RetryableError (see [IsRetryable]). Never put a DSN password
 //     in an error.
 //   - Lease-based claimers implement [LeaseDuration] so the Worker renews
-//     leases while handlers run.
+//     leases while handlers run; claimers whose claims are locks that live
+//     in a connection implement [LockCheck], and their Extend checks that
+//     connection and reports every lease lost when it is gone.
+//   - Nothing of the claimer's outlives a call on a connection the user can
+//     see: no session setting, lock or transaction; every wait for a pool
+//     connection or the server follows the ctx given.
 package queue
