@@ -230,10 +230,11 @@ func (b *exportBatch) Rollback() error {
 	return nil
 }
 
-// end rolls the transaction back and gives the connection back, once.
+// end rolls the transaction back and gives the connection back, once,
+// within cleanupTimeout whatever ctx says.
 func (b *exportBatch) end(ctx context.Context) {
 	b.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		_ = b.tx.Rollback(ctx)
 		b.conn.Release()

@@ -357,8 +357,10 @@ func (d *Driver) Close() error {
 	d.mu.Unlock()
 	d.listener.close()
 	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
 	for _, c := range open {
-		if err := c.Close(context.Background()); err != nil && !errors.Is(err, queue.ErrClosed) {
+		if err := c.Close(ctx); err != nil && !errors.Is(err, queue.ErrClosed) {
 			errs = append(errs, err)
 		}
 	}
