@@ -32,6 +32,10 @@ var (
 	ErrInvalidJob = errors.New("dbq: invalid job")
 	// ErrInvalidConfig: a Config field is out of range.
 	ErrInvalidConfig = errors.New("dbq: invalid config")
+	// ErrUnsupportedServer: the database, or what stands between dbq and
+	// it (a transaction pooler), cannot keep the claim's promise; the
+	// message says what to change. Workers stop on it rather than retry.
+	ErrUnsupportedServer = errors.New("dbq: unsupported server")
 
 	// ErrInvalidQueue: a queue name is empty, too long or has characters
 	// outside [A-Za-z0-9_.:-].

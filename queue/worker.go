@@ -174,6 +174,11 @@ func (r *result) dead() bool { return r.perm || r.job.Attempt+1 >= r.job.MaxAtte
 type running struct {
 	job    *Job
 	cancel context.CancelCauseFunc
+	// returned is set once the handler has returned: a claim lost after
+	// that is the result write's to report (its Complete or Retry finds
+	// it lost), and a heartbeat that raced with the write (it read the
+	// lease before the write ended the claim) reports nothing.
+	returned atomic.Bool
 }
 
 // claimTimeout bounds one claim.
@@ -287,20 +292,24 @@ func (w *Worker) Run(ctx context.Context) error {
 					ls = append(ls, r.job.Lease())
 				}
 				return ls
-			}, func(ids []int64) {
+			}, func(ids []int64) []int64 {
 				mu.Lock()
 				defer mu.Unlock()
+				var running []int64
 				for _, id := range ids {
-					if r := inflight[id]; r != nil {
+					if r := inflight[id]; r != nil && !r.returned.Load() {
 						r.cancel(errLeaseLostCause)
+						running = append(running, id)
 					}
 				}
+				return running
 			})
 		}()
 	}
 
 	start := func(j *Job) {
 		jctx, cancel := context.WithCancelCause(hardCtx)
+		r := &running{job: j, cancel: cancel}
 		mu.Lock()
 		if old := inflight[j.ID]; old != nil {
 			// Claimed again: the earlier claim of this job was lost (its
@@ -308,12 +317,13 @@ func (w *Worker) Run(ctx context.Context) error {
 			// heartbeat said so.
 			old.cancel(errLeaseLostCause)
 		}
-		inflight[j.ID] = &running{job: j, cancel: cancel}
+		inflight[j.ID] = r
 		mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			res := w.run(jctx, j)
+			r.returned.Store(true)
 			cancel(nil)
 			results <- res
 			slots <- struct{}{}
@@ -374,7 +384,7 @@ claimLoop:
 			if ctx.Err() != nil {
 				break claimLoop
 			}
-			if errors.Is(err, ErrClosed) || errors.Is(err, ErrNotMigrated) {
+			if errors.Is(err, ErrClosed) || errors.Is(err, ErrNotMigrated) || errors.Is(err, ErrUnsupportedServer) {
 				hardStop(errShutdown)
 				wg.Wait()
 				hbStop()
@@ -654,7 +664,8 @@ func (w *Worker) write(ctx context.Context, what string, fn func(context.Context
 			}
 			return lost.IDs, nil
 		}
-		if errors.Is(err, ErrClosed) || errors.Is(err, ErrNotMigrated) || time.Now().After(deadline) ||
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrNotMigrated) || errors.Is(err, ErrUnsupportedServer) ||
+			time.Now().After(deadline) ||
 			!sleep(ctx, Jitter(min(time.Duration(50<<min(attempt, 10))*time.Millisecond, time.Second), 0.5)) {
 			break
 		}
@@ -664,13 +675,14 @@ func (w *Worker) write(ctx context.Context, what string, fn func(context.Context
 }
 
 // heartbeat extends the leases of running jobs every interval until ctx is
-// done, and cancels jobs whose lease was lost. Each Extend may take at most
+// done, and cancels (with lostFn, which returns those it cancelled) jobs
+// whose lease was lost while their handler still ran. Each Extend may take at most
 // one interval: one stuck on a dead connection or a lock wait would
 // otherwise hold up every renewal behind it while the leases run out.
 // After a failed Extend the next try comes an eighth of an interval later
 // (backing off to a whole one while it keeps failing), so a lease of three
 // intervals gets at least two more tries after a miss.
-func (w *Worker) heartbeat(ctx context.Context, c Claimer, every time.Duration, held func() []Lease, lostFn func([]int64)) {
+func (w *Worker) heartbeat(ctx context.Context, c Claimer, every time.Duration, held func() []Lease, lostFn func([]int64) []int64) {
 	if every <= 0 {
 		every = time.Millisecond
 	}
@@ -694,11 +706,12 @@ func (w *Worker) heartbeat(ctx context.Context, c Claimer, every time.Duration, 
 			}
 			switch {
 			case errors.As(err, &lost):
-				w.log.Warn("dbq: leases lost; cancelling their handlers", "ids", lost.IDs)
-				if w.hooks != nil {
-					w.hooks.LeasesLost(w.cfg.Queue, lost.IDs)
+				if ids := lostFn(lost.IDs); len(ids) > 0 {
+					w.log.Warn("dbq: leases lost; cancelling their handlers", "ids", ids)
+					if w.hooks != nil {
+						w.hooks.LeasesLost(w.cfg.Queue, ids)
+					}
 				}
-				lostFn(lost.IDs)
 			case err != nil && ctx.Err() == nil:
 				w.log.Warn("dbq: heartbeat failed", "err", err)
 				// every/8, /4, /2, then every interval while it keeps failing.
