@@ -16,12 +16,13 @@ COMPOSE_REQUIRE ?= postgres,mysql,mssql,sqlite
 
 .DEFAULT_GOAL := help
 
-.PHONY: help test test-short test-compose servers chaos bench bench-go build demo lint clean
+.PHONY: help test test-short test-compose test-pgbouncer servers chaos bench bench-go build demo lint clean
 
 help:
 	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./..."
 	@echo "make test-short    go test -short ./... (no servers)"
 	@echo "make test-compose  docker compose up, go test -race ./... on every dialect, compose down"
+	@echo "make test-pgbouncer PgBouncer (transaction mode) up; the SKIP LOCKED suite through it and the advisory refusal"
 	@echo "make servers       only ensure the local PostgreSQL and MariaDB answer"
 	@echo "make chaos         fault harness, long form: 200,000 jobs, 16 workers, 50 kills, 2 server restarts per dialect"
 	@echo "make bench         dbq bench vs River vs raw SQL on PostgreSQL (table + bench.png)"
@@ -31,8 +32,14 @@ help:
 	@echo "make lint          gofmt -l (must print nothing) and go vet"
 	@echo "make clean         remove build and test leftovers"
 
+# A PgBouncer in transaction mode in front of the local PostgreSQL, for the
+# pooler tests (postgres/pooler_test.go); make test runs them through it.
 servers:
 	@bash scripts/ensure-servers.sh
+	@bash scripts/pgbouncer.sh up >/dev/null || echo "servers: PgBouncer did not start; the pooler tests will skip or fail per DBQ_REQUIRE"
+
+test-pgbouncer: servers
+	DBQ_REQUIRE=postgres,pgbouncer $(GO) test -race -count=1 -v -run 'PgBouncer|AdvisorySessionGuard' ./postgres/
 
 # Fuzz targets' seed corpora run as ordinary tests here.
 test: servers

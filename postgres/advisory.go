@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,8 @@ type AdvisoryClaimer struct {
 
 	mu     sync.Mutex
 	conn   *pgxpool.Conn // nil once a broken connection is dropped
+	pid    int32         // conn's server process, for messages
+	mark   string        // the session's mark, which every statement checks (session.sql)
 	token  int64
 	held   map[int64]lockKey // jobs this connection holds, by id
 	nss    map[int32]bool    // lock namespaces this connection has used
@@ -99,11 +102,33 @@ func (c *AdvisoryClaimer) connect(ctx context.Context) error {
 	}
 	c.conn = conn
 	c.token = rand.Int64N(math.MaxInt64-1) + 1
+	c.mark = strconv.FormatInt(c.token, 36)
 	c.held = map[int64]lockKey{}
 	c.nss = map[int32]bool{}
+	if err := c.markSession(ctx); err != nil {
+		c.dropConn()
+		return err
+	}
 	if err := c.lookupNamespace(ctx); err != nil {
 		c.dropConn()
 		return err
+	}
+	return nil
+}
+
+// markSession makes the connection's session the claimer's own
+// (session.sql), or refuses it with queue.ErrUnsupportedServer when
+// another client shares it. c.mu is held.
+func (c *AdvisoryClaimer) markSession(ctx context.Context) error {
+	gctx, done := guard(ctx, c.conn.Conn().PgConn())
+	defer done()
+	var marked bool
+	if err := c.conn.QueryRow(gctx, c.d.stmts.session, c.mark, c.d.stmts.table).Scan(&c.pid, &marked); err != nil {
+		return failed(ctx, "take a session", err)
+	}
+	if !marked {
+		return fmt.Errorf("%w: postgres: the session of server process %d already holds another advisory claimer's locks or mark; %s",
+			queue.ErrUnsupportedServer, c.pid, adviceAdvisory)
 	}
 	return nil
 }
@@ -190,7 +215,7 @@ func (c *AdvisoryClaimer) sweep(ctx context.Context) error {
 		mine[k] = true
 	}
 	for range 3 {
-		rows, err := c.conn.Query(ctx, c.d.stmts.heldLocks)
+		rows, err := c.conn.Query(ctx, c.d.stmts.heldLocks, c.mark)
 		if err != nil {
 			return err
 		}
@@ -212,7 +237,7 @@ func (c *AdvisoryClaimer) sweep(ctx context.Context) error {
 			return nil
 		}
 		// A stray lock may be held more than once; look again after.
-		if _, err := c.conn.Exec(ctx, c.d.stmts.unlock, nss, ks); err != nil {
+		if _, err := c.conn.Exec(ctx, c.d.stmts.unlock, nss, ks, c.mark); err != nil {
 			return err
 		}
 		c.swept.Add(int64(len(nss)))
@@ -418,7 +443,7 @@ func (c *AdvisoryClaimer) walk(ctx context.Context, queueName string, heldIDs []
 	priority int16, runAt pgtype.Timestamptz, id int64) ([]lockedRow, error) {
 	gctx, done := guard(ctx, c.conn.Conn().PgConn())
 	defer done()
-	rows, err := c.conn.Query(gctx, c.d.stmts.claimAdvisory, queueName, heldIDs, int32(n), priority, runAt, id)
+	rows, err := c.conn.Query(gctx, c.d.stmts.claimAdvisory, queueName, heldIDs, int32(n), priority, runAt, id, c.mark)
 	if err != nil {
 		return nil, failed(ctx, "claim", err)
 	}
@@ -438,7 +463,7 @@ func (c *AdvisoryClaimer) check(ctx context.Context, locked []lockedRow) ([]*que
 	}
 	gctx, done := guard(ctx, c.conn.Conn().PgConn())
 	defer done()
-	rows, err := c.conn.Query(gctx, c.d.stmts.postcheck, ids)
+	rows, err := c.conn.Query(gctx, c.d.stmts.postcheck, ids, c.mark)
 	if err != nil {
 		return nil, failed(ctx, "claim post-check", err)
 	}
@@ -470,7 +495,7 @@ func (c *AdvisoryClaimer) unlock(nss, ks []int32) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	_, err := c.conn.Exec(ctx, c.d.stmts.unlock, nss, ks)
+	_, err := c.conn.Exec(ctx, c.d.stmts.unlock, nss, ks, c.mark)
 	return err
 }
 
@@ -522,7 +547,7 @@ func (c *AdvisoryClaimer) Complete(ctx context.Context, leases []queue.Lease) er
 	if err != nil || len(valid) == 0 {
 		return cmp.Or(err, queue.LostLeases(leases, nil))
 	}
-	done, err := guardedIDs(ctx, c.conn.Conn(), c.d.stmts.completeAdvisory, valid)
+	done, err := guardedIDs(ctx, c.conn.Conn(), c.d.stmts.completeAdvisory, valid, c.mark)
 	if err != nil {
 		if c.broken() {
 			return queue.LostLeases(leases, nil)
@@ -568,7 +593,7 @@ func (c *AdvisoryClaimer) Retry(ctx context.Context, retries []queue.RetryParams
 			snooze = append(snooze, r.Snooze)
 		}
 	}
-	done, err := guardedIDs(ctx, c.conn.Conn(), c.d.stmts.retryAdvisory, ids, delays, errs, dead, snooze)
+	done, err := guardedIDs(ctx, c.conn.Conn(), c.d.stmts.retryAdvisory, ids, delays, errs, dead, snooze, c.mark)
 	if err != nil {
 		if c.broken() {
 			return queue.LostLeases(leases, nil)
@@ -645,7 +670,7 @@ func (c *AdvisoryClaimer) Close(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if _, err := c.conn.Exec(cctx, c.d.stmts.unlockAll); err != nil {
+	if _, err := c.conn.Exec(cctx, c.d.stmts.unlockAll, c.mark); err != nil {
 		c.dropConn() // closing the session releases its locks all the same
 		return nil
 	}

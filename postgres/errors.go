@@ -26,6 +26,30 @@ const (
 	// database's encoding.
 	codeCharacterNotInRepertoire = "22021"
 	codeUntranslatableCharacter  = "22P05"
+	// A prepared statement that exists, or does not, where pgx expected
+	// otherwise: a transaction pooler sent the statement to another server
+	// connection than the one it was prepared on.
+	codeDuplicatePreparedStatement = "42P05"
+	codeInvalidSQLStatementName    = "26000"
+	// invalid_text_representation: the session guard's failure (ownSession).
+	codeInvalidTextRepresentation = "22P02"
+)
+
+// poolerMark is in the message of the session guard's failure (see
+// claim_advisory.sql).
+const poolerMark = "a transaction pooler is in the way"
+
+// Advice for a transaction pooler between dbq and PostgreSQL.
+const (
+	adviceAdvisory = "the advisory claimer needs a session of its own, which a transaction pooler " +
+		"(such as PgBouncer with pool_mode = transaction) does not keep: use the SKIP LOCKED strategy " +
+		"(postgres.Config{Strategy: postgres.SkipLocked}, or dbq --strategy skiplocked) with " +
+		"default_query_exec_mode=exec in the DSN and no wake-ups (Config.NoNotify, dbq work --no-wakeups), " +
+		"or connect directly or through a session-mode pool"
+	advicePrepared = "prepared statements do not survive a transaction pooler (such as PgBouncer with " +
+		"pool_mode = transaction): add default_query_exec_mode=exec to the DSN (or run PgBouncer 1.21+ " +
+		"with max_prepared_statements), use the SKIP LOCKED strategy (dbq --strategy skiplocked) and no " +
+		"wake-ups (dbq work --no-wakeups)"
 )
 
 // interpret maps a pgx error to dbq's errors, keeping the original for
@@ -53,6 +77,12 @@ func interpret(op string, err error) error {
 			return fmt.Errorf("%w: %w", queue.ErrInvalidJob, err)
 		case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable:
 			return &dialect.RetryableError{Err: err}
+		case codeDuplicatePreparedStatement, codeInvalidSQLStatementName:
+			return fmt.Errorf("%w: postgres: %s: %s (%w)", queue.ErrUnsupportedServer, op, advicePrepared, err)
+		case codeInvalidTextRepresentation:
+			if strings.Contains(pgErr.Message, poolerMark) {
+				return fmt.Errorf("%w: postgres: %s: %s (%w)", queue.ErrUnsupportedServer, op, adviceAdvisory, err)
+			}
 		}
 	}
 	if strings.HasPrefix(err.Error(), "dbq:") {

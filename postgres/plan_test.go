@@ -38,9 +38,9 @@ func TestIDListPlansUsePrimaryKey(t *testing.T) {
 	for _, c := range []struct {
 		name, sql, args string
 	}{
-		{"complete_advisory", d.stmts.completeAdvisory, ids},
-		{"postcheck", d.stmts.postcheck, ids},
-		{"retry_advisory", d.stmts.retryAdvisory, ids + ", '{0,0,0}', '{a,b,c}', '{f,f,f}', '{f,f,f}'"},
+		{"complete_advisory", d.stmts.completeAdvisory, ids + ", 'mark'"},
+		{"postcheck", d.stmts.postcheck, ids + ", 'mark'"},
+		{"retry_advisory", d.stmts.retryAdvisory, ids + ", '{0,0,0}', '{a,b,c}', '{f,f,f}', '{f,f,f}', 'mark'"},
 		{"cancel", d.stmts.cancel, ids},
 		{"retry_dead_ids", d.stmts.retryDeadIDs, "'p', " + ids},
 		{"complete_skiplocked", d.stmts.completeSkipLocked, ids + ", '{1,1,1}'"},
@@ -124,7 +124,14 @@ func TestClaimSkipsFutureJobsAhead(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback(ctx)
-			blocks, plan := claimIndexBlocks(t, tx, c.sql, c.args...)
+			args := c.args
+			if c.name == "advisory" { // the session guard
+				if _, err := tx.Exec(ctx, "SELECT set_config('dbq.claimer', 'plan', true)"); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "plan")
+			}
+			blocks, plan := claimIndexBlocks(t, tx, c.sql, args...)
 			if blocks > c.max {
 				t.Fatalf("the claim read %d buffers of the claim index past 100,000 future jobs\n%s", blocks, plan)
 			}

@@ -108,6 +108,8 @@ type Driver struct {
 
 	lastRescue atomic.Int64 // unix nanoseconds of the last automatic rescue
 
+	sessionChecked atomic.Bool // ownSession passed
+
 	listener listener // LISTEN connection, started by the first Subscribe
 
 	mu       sync.Mutex
@@ -263,6 +265,10 @@ func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
 	if err := c.connect(ctx); err != nil {
 		return nil, err
 	}
+	if err := d.ownSession(ctx, c.pid); err != nil {
+		c.dropConn()
+		return nil, err
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed.Load() {
@@ -271,6 +277,49 @@ func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
 	}
 	d.claimers[c] = struct{}{}
 	return c, nil
+}
+
+// sessionProbeWait bounds the wait for a second pool connection in
+// ownSession.
+const sessionProbeWait = 2 * time.Second
+
+// ownSession refuses, with queue.ErrUnsupportedServer and the setup to use
+// instead, a pool whose connections do not each have a session of their
+// own: a transaction pooler (PgBouncer with pool_mode = transaction) hands
+// one client connection's statements to any server connection, and the
+// advisory locks taken through it land in sessions other clients then use
+// (1,243 jobs of 3,000 ran twice that way). pid is the server process the
+// claimer's connection reached; a second connection of the pool that
+// reaches the same one shares sessions. Such a pooler reuses the server
+// connection a client just left, so the probe finds it; where it does not
+// (a pool with no connection to spare, other pooler settings), the session
+// guard in every statement of the claimer still stops the first one that
+// runs elsewhere, before it takes, checks or releases a lock. Passed once
+// per Driver.
+func (d *Driver) ownSession(ctx context.Context, pid int32) error {
+	if d.sessionChecked.Load() {
+		return nil
+	}
+	actx, cancel := context.WithTimeout(ctx, sessionProbeWait)
+	defer cancel()
+	conn, err := d.pool.Acquire(actx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctxErr("new claimer", ctx)
+		}
+		return nil // no connection to spare: the session guard stands alone
+	}
+	defer conn.Release()
+	var other int32
+	if err := conn.QueryRow(actx, "SELECT pg_backend_pid()").Scan(&other); err != nil {
+		return interpret("check the session", err)
+	}
+	if other == pid {
+		return fmt.Errorf("%w: postgres: two connections of the pool reached the same server process %d; %s",
+			queue.ErrUnsupportedServer, pid, adviceAdvisory)
+	}
+	d.sessionChecked.Store(true)
+	return nil
 }
 
 func (d *Driver) forget(c *AdvisoryClaimer) {

@@ -32,7 +32,7 @@ type statements struct {
 
 	// Advisory strategy.
 	claimAdvisory, postcheck, completeAdvisory, retryAdvisory string
-	unlock, unlockAll, heldLocks                              string
+	unlock, unlockAll, heldLocks, session                     string
 
 	// SKIP LOCKED strategy.
 	claimSkipLocked, completeSkipLocked, retrySkipLocked string
@@ -64,6 +64,7 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"unlock":              &s.unlock,
 		"unlock_all":          &s.unlockAll,
 		"held_locks":          &s.heldLocks,
+		"session":             &s.session,
 		"claim_skiplocked":    &s.claimSkipLocked,
 		"complete_skiplocked": &s.completeSkipLocked,
 		"retry_skiplocked":    &s.retrySkipLocked,

@@ -30,6 +30,10 @@
 -- held them (AdvisoryClaimer.HeldSkipped): each failed lock adds one to a
 -- transaction-local setting, which the statement's own implicit
 -- transaction ends; a walk's count is the last row's.
+-- The session guard (session.sql): $7 is the claimer's mark on its
+-- session; run in any other session (a transaction pooler handed the
+-- statement to another server connection) the statement fails before it
+-- takes, checks or releases a lock.
 WITH RECURSIVE lo(p) AS (
     SELECT (SELECT priority FROM {{jobs}}
             WHERE queue = $1 AND state = 'ready' AND priority < $4::int2
@@ -94,4 +98,7 @@ CROSS JOIN LATERAL (
 ) AS l
 WHERE l.locked
   AND NOT EXISTS (SELECT 1 FROM {{queues}} WHERE queue = $1 AND paused)
+  AND CASE WHEN current_setting('dbq.claimer', true) = $7::text THEN true
+         ELSE ('dbq: postgres: server process ' || pg_backend_pid()
+               || ' is not the advisory claimer''s session: a transaction pooler is in the way')::bool END
 LIMIT $3
