@@ -34,6 +34,14 @@ func (l *listFlags) register(cmd *cobra.Command) {
 // list prints the jobs f selects, and on stderr how to get the next page
 // when the page is full.
 func (l *listFlags) list(cmd *cobra.Command, g *globals, f queue.JobFilter) error {
+	// 0 would mean the default to Queue.Jobs; on the command line it more
+	// likely is a mistake.
+	if l.limit < 1 || l.limit > queue.MaxListLimit {
+		return fmt.Errorf("--limit %d: want 1..%d", l.limit, queue.MaxListLimit)
+	}
+	if l.after < 0 {
+		return fmt.Errorf("--after %d: want a job id, or 0 for the first page", l.after)
+	}
 	ctx := cmd.Context()
 	q, err := g.open(ctx, g.config())
 	if err != nil {
@@ -41,11 +49,6 @@ func (l *listFlags) list(cmd *cobra.Command, g *globals, f queue.JobFilter) erro
 	}
 	defer q.Close()
 	f.AfterID, f.Limit = l.after, l.limit
-	if f.Limit == 0 {
-		// 0 would mean the default to Queue.Jobs; on the command line it
-		// more likely is a mistake.
-		return fmt.Errorf("--limit 0: want 1..%d", queue.MaxListLimit)
-	}
 	jobs, err := q.Jobs(ctx, f)
 	if err != nil {
 		return err
@@ -157,10 +160,10 @@ func printIDs(w io.Writer, verb string, ids []int64) {
 }
 
 func deadCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := group(&cobra.Command{
 		Use:   "dead",
 		Short: "List dead jobs and run them again",
-	}
+	})
 	var l listFlags
 	list := &cobra.Command{
 		Use:   "list --queue Q [--limit N] [--after ID] [--json]",

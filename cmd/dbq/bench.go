@@ -30,6 +30,9 @@ an idle queue, and steady-state throughput. It works on tables of its own
 (a unique prefix) and drops them afterwards. --quick is a small smoke run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkBenchFlags(cmd, cfg); err != nil {
+				return err
+			}
 			c := cfg
 			if quick {
 				q := bench.Quick()
@@ -110,6 +113,31 @@ an idle queue, and steady-state throughput. It works on tables of its own
 	f.StringVar(&plotFile, "plot", "", "draw drain throughput vs workers to this file (.png, .svg)")
 	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	return cmd
+}
+
+// checkBenchFlags refuses counts below 1. An unset flag is 0, which means
+// its default; given, 0 is a mistake (--workers 0 would never drain).
+func checkBenchFlags(cmd *cobra.Command, cfg bench.Config) error {
+	f := cmd.Flags()
+	for name, v := range map[string]int{
+		"n": cfg.N, "enqueue-jobs": cfg.EnqueueJobs, "future": cfg.DepthFuture,
+		"samples": cfg.Samples, "steady-total": cfg.SteadyTotal, "steady-window": cfg.SteadyWindow,
+	} {
+		if f.Changed(name) && v < 1 {
+			return fmt.Errorf("--%s %d: want at least 1", name, v)
+		}
+	}
+	for name, vs := range map[string][]int{"workers": cfg.Workers, "depth": cfg.DepthSizes} {
+		if f.Changed(name) && len(vs) == 0 {
+			return fmt.Errorf("--%s: want at least one count", name)
+		}
+		for _, v := range vs {
+			if v < 1 {
+				return fmt.Errorf("--%s %d: want at least 1", name, v)
+			}
+		}
+	}
+	return nil
 }
 
 // startCPUProfile profiles this process's CPU until the returned function

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dbqueue/dbq"
+	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -40,7 +41,7 @@ func demoCmd(g *globals) *cobra.Command {
 			if jobs < 1 || workers < 1 || concurrency < 1 {
 				return fmt.Errorf("--jobs, --workers and --concurrency must be positive")
 			}
-			fmt.Fprintf(out, "dbq demo on %s\n", redactDSN(g.dsn))
+			fmt.Fprintf(out, "dbq demo on %s\n", dialect.Redact(g.dsn))
 			p, db, err := dbq.Migrator(ctx, g.dsn, g.config())
 			if err != nil {
 				return err
@@ -165,5 +166,3 @@ func isTerminal(w any) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
-
-func redactDSN(s string) string { return redactErr(fmt.Errorf("%s", s)) }

@@ -5,10 +5,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/dbqueue/dbq"
@@ -24,6 +28,12 @@ type globals struct {
 	prefix   string
 	strategy string
 	verbose  bool
+
+	// force is closed by a second SIGINT or SIGTERM; nil in tests.
+	force <-chan struct{}
+	// forceHandled is set by a command that stops on force by itself
+	// (work); any other is ended by the second signal at once.
+	forceHandled atomic.Bool
 }
 
 func (g *globals) config() queue.Config {
@@ -38,28 +48,89 @@ func (g *globals) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
+// open opens the queue in an existing database: every command but
+// `migrate up`, demo and bench works on one that is there.
 func (g *globals) open(ctx context.Context, cfg queue.Config) (*queue.Queue, error) {
+	if err := mustExist(g.dsn); err != nil {
+		return nil, err
+	}
 	return dbq.Open(ctx, g.dsn, dbq.Options{Config: cfg, Strategy: g.strategy})
+}
+
+// mustExist refuses a SQLite DSN whose file is missing: the driver would
+// create an empty database, and a command that only reads would leave it
+// behind. Other DSNs, and DSNs that do not parse, are for Open to judge.
+func mustExist(dsn string) error {
+	d, err := dialect.ParseDSN(dsn)
+	if err != nil || d.Dialect != dialect.SQLite {
+		return nil
+	}
+	file, _, _ := strings.Cut(d.Driver, "?")
+	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("sqlite database %s does not exist (`dbq migrate up` creates it)", file)
+	}
+	return nil
 }
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// run runs the command args name. The first SIGINT or SIGTERM cancels its
+// context (work drains, the others stop); a second closes globals.force,
+// which work answers by stopping its commands at once, and which ends any
+// other command on the spot.
 func run(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	root := newRoot()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	force := make(chan struct{})
+	g := &globals{force: force}
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-sigs:
+		case <-finished:
+			return
+		}
+		cancel()
+		select {
+		case <-sigs:
+		case <-finished:
+			return
+		}
+		close(force)
+		if !g.forceHandled.Load() {
+			fmt.Fprintln(os.Stderr, "dbq: interrupted again; stopping now")
+			os.Exit(130)
+		}
+	}()
+	root := newRootWith(g)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "dbq:", redactErr(err))
+		fmt.Fprintln(os.Stderr, errorLine(err))
 		return 1
 	}
 	return 0
 }
 
-func newRoot() *cobra.Command {
-	g := &globals{}
+// errorLine is err as the CLI prints it: one "dbq:" prefix, however many
+// layers added theirs. Passwords are kept out at the source, where a DSN
+// goes into a message (dialect.Redact), not by rewriting the message.
+func errorLine(err error) string {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "dbq:") {
+		msg = "dbq: " + msg
+	}
+	return msg
+}
+
+func newRoot() *cobra.Command { return newRootWith(&globals{}) }
+
+func newRootWith(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "dbq",
 		Short: "A job queue in the database you already run",
@@ -87,5 +158,21 @@ The database is named by --dsn (or $DBQ_DSN):
 	return root
 }
 
-// redactErr keeps passwords out of what the CLI prints.
-func redactErr(err error) string { return dialect.Redact(err.Error()) }
+// group makes cmd the parent of its subcommands, refusing a name that is
+// none of them (cobra alone would print the help and exit 0).
+func group(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		var names []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				names = append(names, c.Name())
+			}
+		}
+		return fmt.Errorf("unknown command %q for %q (want %s)", args[0], cmd.CommandPath(), strings.Join(names, ", "))
+	}
+	return cmd
+}

@@ -10,15 +10,15 @@ import (
 )
 
 func migrateCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := group(&cobra.Command{
 		Use:   "migrate up|down|status",
 		Short: "Create, roll back or show the job schema (needs DDL rights)",
-	}
+	})
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Apply every pending migration",
 		Args:  cobra.NoArgs,
-		RunE: g.withMigrator(func(cmd *cobra.Command, p *goose.Provider) error {
+		RunE: g.withMigrator(true, func(cmd *cobra.Command, p *goose.Provider) error {
 			res, err := p.Up(cmd.Context())
 			for _, r := range res {
 				fmt.Fprintf(cmd.OutOrStdout(), "applied %s (%v)\n", r.Source.Path, r.Duration.Round(1e6))
@@ -37,11 +37,22 @@ func migrateCmd(g *globals) *cobra.Command {
 		Use:   "down",
 		Short: "Roll back the last migration (--to 0: all of them, dropping the tables and their jobs)",
 		Args:  cobra.NoArgs,
-		RunE: g.withMigrator(func(cmd *cobra.Command, p *goose.Provider) error {
+		RunE: g.withMigrator(false, func(cmd *cobra.Command, p *goose.Provider) error {
 			if to != "" {
 				v, err := strconv.ParseInt(to, 10, 64)
 				if err != nil || v < 0 {
 					return fmt.Errorf("--to %q: want a version number >= 0", to)
+				}
+				at, err := p.GetDBVersion(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if v > at {
+					return fmt.Errorf("--to %d: the schema is at version %d; down goes to a lower version", v, at)
+				}
+				if v == at {
+					fmt.Fprintf(cmd.OutOrStdout(), "already at version %d\n", v)
+					return nil
 				}
 				res, err := p.DownTo(cmd.Context(), v)
 				for _, r := range res {
@@ -61,7 +72,7 @@ func migrateCmd(g *globals) *cobra.Command {
 		Use:   "status",
 		Short: "List migrations and whether each is applied",
 		Args:  cobra.NoArgs,
-		RunE: g.withMigrator(func(cmd *cobra.Command, p *goose.Provider) error {
+		RunE: g.withMigrator(false, func(cmd *cobra.Command, p *goose.Provider) error {
 			st, err := p.Status(cmd.Context())
 			if err != nil {
 				return err
@@ -80,9 +91,15 @@ func migrateCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// withMigrator opens the goose provider for --dsn around fn.
-func (g *globals) withMigrator(fn func(cmd *cobra.Command, p *goose.Provider) error) func(*cobra.Command, []string) error {
+// withMigrator opens the goose provider for --dsn around fn. Only a
+// command that creates the schema may create the database (SQLite).
+func (g *globals) withMigrator(create bool, fn func(cmd *cobra.Command, p *goose.Provider) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
+		if !create {
+			if err := mustExist(g.dsn); err != nil {
+				return err
+			}
+		}
 		p, db, err := dbq.Migrator(cmd.Context(), g.dsn, g.config())
 		if err != nil {
 			return err

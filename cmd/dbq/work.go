@@ -5,14 +5,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
+	"unicode/utf8"
 
+	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/metrics"
 	"github.com/dbqueue/dbq/queue"
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,11 +43,18 @@ func workCmd(g *globals) *cobra.Command {
 		Short: "Run a command per job, payload on stdin; exit 0 completes the job, anything else retries it",
 		Long: `work claims jobs from a queue and runs the command once per job, with the
 payload on stdin and DBQ_JOB_ID, DBQ_JOB_QUEUE and DBQ_JOB_ATTEMPT in the
-environment. Exit status 0 completes the job; any other status retries it with
-exponential backoff, keeping the end of stderr as the job's last error; after
-its attempts are spent the job is dead. SIGINT or SIGTERM drains gracefully:
-no new claims, running commands get --shutdown-timeout to finish, then are
-killed and their jobs released.
+environment ($DBQ_DSN, if set, with its password masked). Exit status 0
+completes the job; any other status retries it with exponential backoff,
+keeping the end of stderr (up to 4000 bytes) as the job's last error; after its attempts
+are spent the job is dead. stdout and stderr pass through as they come.
+
+Each command runs in a process group of its own, so a terminal's Ctrl-C
+reaches dbq alone. SIGINT or SIGTERM drains gracefully: no new claims,
+running commands get --shutdown-timeout to finish, then their process group
+gets SIGTERM, and SIGKILL 5 s later; their jobs are released with no attempt
+spent. A second SIGINT or SIGTERM kills the running commands at once and
+releases their jobs just the same. Whatever a command leaves running in its
+process group is killed when it exits.
 
 --metrics ADDR serves Prometheus metrics at http://ADDR/metrics while the
 worker runs (see package metrics for the names): claims, runs by outcome,
@@ -53,6 +66,9 @@ latencies, and every queue's depth, counted on each scrape.`,
 			return cobra.MinimumNArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkWorkFlags(concurrency, lease, shutdownTimeout, poll); err != nil {
+				return err
+			}
 			cfg := g.config()
 			cfg.Lease = lease
 			q, err := g.open(cmd.Context(), cfg)
@@ -75,7 +91,10 @@ latencies, and every queue's depth, counted on each scrape.`,
 				wcfg.Hooks = hooks
 				fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: metrics on http://%s/metrics\n", addr)
 			}
-			var h queue.Handler
+			var (
+				h      queue.Handler
+				forced atomic.Int64
+			)
 			if ledger.table != "" {
 				l, err := ledger.open(g.dsn, g.schema, cfg.Logger)
 				if err != nil {
@@ -84,7 +103,8 @@ latencies, and every queue's depth, counted on each scrape.`,
 				defer l.Close()
 				h = l.handle
 			} else {
-				h = commandHandler(args)
+				g.forceHandled.Store(true)
+				h = commandHandler(args, jobEnv(), g.force, &forced)
 			}
 			w, err := queue.NewWorker(q, h, wcfg)
 			if err != nil {
@@ -92,8 +112,11 @@ latencies, and every queue's depth, counted on each scrape.`,
 			}
 			err = w.Run(cmd.Context())
 			st := w.Stats()
+			// Runs a second signal stopped went back as snoozes; to the
+			// user they are released like the others.
+			n := forced.Load()
 			fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: %d completed, %d retried (%d dead), %d snoozed, %d released, %d leases lost\n",
-				st.Completed, st.Retried, st.Dead, st.Snoozed, st.Released, st.LeasesLost)
+				st.Completed, st.Retried, st.Dead, st.Snoozed-n, st.Released+n, st.LeasesLost)
 			return err
 		},
 	}
@@ -101,12 +124,29 @@ latencies, and every queue's depth, counted on each scrape.`,
 	f.StringVarP(&name, "queue", "q", "default", "queue to work")
 	f.IntVarP(&concurrency, "concurrency", "c", 10, "commands run at once")
 	f.DurationVar(&lease, "lease", queue.DefaultLease, "lease per claim, renewed while the command runs (lease-based claimers)")
-	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long running commands may finish")
+	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long running commands may finish")
 	f.DurationVar(&poll, "poll", time.Second, "pause after a claim that found fewer jobs than free slots")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090")
 	f.BoolVar(&noWakeups, "no-wakeups", false, "only poll, even where the database can wake idle workers (PostgreSQL LISTEN/NOTIFY)")
 	ledger = addLedgerFlags(f)
 	return cmd
+}
+
+// checkWorkFlags refuses values the worker would take for "default" (0) or
+// could not use.
+func checkWorkFlags(concurrency int, lease, shutdownTimeout, poll time.Duration) error {
+	if concurrency < 1 {
+		return fmt.Errorf("--concurrency %d: want at least 1", concurrency)
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"lease", lease}, {"shutdown-timeout", shutdownTimeout}, {"poll", poll}} {
+		if d.v <= 0 {
+			return fmt.Errorf("--%s %v: want a duration above 0", d.flag, d.v)
+		}
+	}
+	return nil
 }
 
 // serveMetrics listens on addr and serves the worker's metrics, the
@@ -153,43 +193,179 @@ func serveMetrics(q *queue.Queue, addr string, log *slog.Logger) (*metrics.Hooks
 	return hooks, ln.Addr().String(), stop, nil
 }
 
-// commandHandler runs argv per job with the payload on stdin.
-func commandHandler(argv []string) queue.Handler {
+// killDelay is how long a job's command has between SIGTERM to its
+// process group and SIGKILL.
+const killDelay = 5 * time.Second
+
+// stderrTail is how much of the end of a command's stderr a run keeps,
+// for the job's last error when it fails.
+const stderrTail = queue.MaxErrorBytes
+
+// commandHandler runs argv per job with the payload on stdin, in a process
+// group of its own: a terminal's Ctrl-C reaches dbq, which drains, and not
+// the commands, which would die mid-job and spend an attempt each. When
+// the job's context ends (shutdown timeout, lease lost) the group gets
+// SIGTERM, then SIGKILL after killDelay; when force closes (a second
+// Ctrl-C), SIGKILL at once, and the job goes back with no attempt spent.
+// Whatever the command leaves running in its group is killed when it
+// exits, so no job's processes outlive its run. stdout and stderr pass
+// through as they come; only the last stderrTail bytes of stderr are kept,
+// for the job's last error. forced counts the runs force stopped.
+func commandHandler(argv, env []string, force <-chan struct{}, forced *atomic.Int64) queue.Handler {
 	return func(ctx context.Context, j *queue.Job) error {
-		c := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		c := exec.Command(argv[0], argv[1:]...)
 		c.Stdin = bytes.NewReader(j.Payload)
 		c.Stdout = os.Stdout
-		var stderr tail
-		c.Stderr = &stderr
-		c.Env = append(os.Environ(),
+		c.Env = append(env[:len(env):len(env)],
 			"DBQ_JOB_ID="+strconv.FormatInt(j.ID, 10),
 			"DBQ_JOB_QUEUE="+j.Queue,
 			"DBQ_JOB_ATTEMPT="+strconv.Itoa(j.Attempt),
 		)
-		c.WaitDelay = 5 * time.Second
-		err := c.Run()
-		if stderr.Len() > 0 {
-			os.Stderr.Write(stderr.Bytes())
+		ownGroup(c)
+		// A pipe of our own rather than exec's: exec would wait for every
+		// holder of its write end, which a process that left the group
+		// may keep forever.
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		c.Stderr = pw
+		err = c.Start()
+		pw.Close()
+		if err != nil {
+			pr.Close()
+			return fmt.Errorf("%s: %w", argv[0], err)
+		}
+		defer pr.Close()
+		stderr := &tail{max: stderrTail}
+		copied := make(chan struct{})
+		go func() {
+			defer close(copied)
+			passThrough(os.Stderr, stderr, pr)
+		}()
+
+		exited := make(chan struct{})
+		var wasForced atomic.Bool
+		go func() {
+			select {
+			case <-exited:
+				return
+			case <-ctx.Done():
+				signalGroup(c.Process, syscall.SIGTERM)
+			case <-force:
+				wasForced.Store(true)
+				signalGroup(c.Process, syscall.SIGKILL)
+				return
+			}
+			t := time.NewTimer(killDelay)
+			defer t.Stop()
+			select {
+			case <-exited:
+			case <-t.C:
+				signalGroup(c.Process, syscall.SIGKILL)
+			case <-force:
+				wasForced.Store(true)
+				signalGroup(c.Process, syscall.SIGKILL)
+			}
+		}()
+		err = c.Wait()
+		close(exited)
+		signalGroup(c.Process, syscall.SIGKILL)
+		select {
+		case <-copied:
+		case <-time.After(killDelay): // a process outside the group holds stderr
+			pr.Close()
+			<-copied
 		}
 		if err == nil {
 			return nil
 		}
+		if wasForced.Load() {
+			// The worker releases a job whose context ended; this one's
+			// did not (force comes before the shutdown timeout), and a
+			// snooze is how a handler gives a job back unspent.
+			forced.Add(1)
+			return queue.Snooze(0)
+		}
 		var exit *exec.ExitError
-		if errors.As(err, &exit) && stderr.Len() > 0 {
-			return fmt.Errorf("%s: %v: %s", argv[0], err, bytes.TrimSpace(stderr.Bytes()))
+		if msg := bytes.TrimSpace(stderr.Bytes()); errors.As(err, &exit) && len(msg) > 0 {
+			head := fmt.Sprintf("%s: %v: ", argv[0], err)
+			return errors.New(head + lastBytes(string(msg), queue.MaxErrorBytes-len(head)))
 		}
 		return fmt.Errorf("%s: %w", argv[0], err)
 	}
 }
 
-// tail keeps the last 4 KiB written to it.
-type tail struct{ bytes.Buffer }
+// lastBytes returns the end of s, made valid UTF-8, in at most n bytes,
+// cut on a character boundary: the job's last error keeps the start of a
+// longer message, and what a command printed last matters most.
+func lastBytes(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-max(n, 0):]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return s
+}
+
+// passThrough copies r to w as it comes, and into t. A failing w (a closed
+// stderr) neither stops the copy nor blocks the command.
+func passThrough(w io.Writer, t *tail, r io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			_, _ = w.Write(buf[:n])
+			_, _ = t.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// jobEnv is the environment of job commands: dbq's own, with the password
+// masked in DBQ_DSN. A job has no business with dbq's credentials, and a
+// masked DSN fails loudly where an absent one would fall back to
+// sqlite:dbq.db.
+func jobEnv() []string {
+	env := os.Environ()
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if dsn, ok := strings.CutPrefix(kv, "DBQ_DSN="); ok {
+			kv = "DBQ_DSN=" + dialect.Redact(dsn)
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// tail keeps the last max bytes written to it, in at most max bytes of
+// memory, however much is written and however (it has no ReadFrom, so
+// io.Copy goes through Write).
+type tail struct {
+	buf []byte
+	max int
+}
 
 func (t *tail) Write(p []byte) (int, error) {
 	n := len(p)
-	t.Buffer.Write(p)
-	if over := t.Len() - 4096; over > 0 {
-		t.Next(over)
+	if t.buf == nil {
+		t.buf = make([]byte, 0, t.max)
 	}
+	if len(p) >= t.max {
+		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
+		return n, nil
+	}
+	if over := len(t.buf) + len(p) - t.max; over > 0 {
+		t.buf = t.buf[:copy(t.buf, t.buf[over:])]
+	}
+	t.buf = append(t.buf, p...)
 	return n, nil
 }
+
+// Bytes returns what t holds, oldest first.
+func (t *tail) Bytes() []byte { return t.buf }
