@@ -83,6 +83,9 @@ type Worker struct {
 
 	running atomic.Bool
 	stats   workerCounters
+
+	stopMu  sync.Mutex
+	stopNow func() // ends the current Run at once; nil between Runs
 }
 
 type workerCounters struct {
@@ -213,6 +216,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("%w: worker already running", ErrInvalidConfig)
 	}
 	defer w.running.Store(false)
+	ctx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	abort := make(chan struct{})
+	var abortOnce sync.Once
+	w.setStopNow(func() { abortOnce.Do(func() { close(abort); cancelRun() }) })
+	defer w.setStopNow(nil)
 
 	claimer, err := w.q.NewClaimer(ctx)
 	if err != nil {
@@ -431,6 +440,10 @@ claimLoop:
 		w.log.Warn("dbq: shutdown timeout; cancelling running jobs")
 		hardStop(errShutdown)
 		<-idle
+	case <-abort:
+		t.Stop()
+		hardStop(errShutdown)
+		<-idle
 	}
 	hbStop()
 	if hbDone != nil {
@@ -438,6 +451,27 @@ claimLoop:
 	}
 	flush()
 	return closeClaimer()
+}
+
+// StopNow ends a Run at once, as if its context had ended and
+// ShutdownTimeout run out: it stops claiming, cancels the contexts of the
+// running handlers, releases the jobs whose handlers then return an error
+// (no attempt spent), writes every result, closes its claimer and returns.
+// It is for a second Ctrl-C, after a graceful shutdown began. It does
+// nothing when no Run is under way.
+func (w *Worker) StopNow() {
+	w.stopMu.Lock()
+	stop := w.stopNow
+	w.stopMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+func (w *Worker) setStopNow(f func()) {
+	w.stopMu.Lock()
+	w.stopNow = f
+	w.stopMu.Unlock()
 }
 
 // idle waits d, or less when *wake fires, and reports false when ctx ends

@@ -692,3 +692,55 @@ func TestWorkerReclaimedJobCancelsEarlierRun(t *testing.T) {
 		t.Fatalf("stats %+v: want the later run completed and the earlier one lost", st)
 	}
 }
+
+// StopNow during a graceful shutdown cancels the running handlers at once
+// rather than after ShutdownTimeout, and their jobs are released with no
+// attempt spent.
+func TestWorkerStopNow(t *testing.T) {
+	q, _ := queue.New(memq.New(time.Minute).Driver(), queue.Config{})
+	if _, err := q.Enqueue(context.Background(), queue.NewJob{Queue: "w"}, queue.NewJob{Queue: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 2)
+	w, err := queue.NewWorker(q, func(ctx context.Context, j *queue.Job) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}, queue.WorkerConfig{Queue: "w", PollInterval: 20 * time.Millisecond, ShutdownTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.StopNow() // not running: nothing happens
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	<-started
+	<-started
+	cancel() // graceful: the handlers could run for an hour
+	select {
+	case <-done:
+		t.Fatal("Run returned before StopNow, with handlers running and an hour to go")
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.StopNow()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after StopNow")
+	}
+	if st := w.Stats(); st.Released != 2 || st.Retried != 0 {
+		t.Fatalf("stats %+v: want both jobs released, none retried", st)
+	}
+	jobs, err := q.Jobs(context.Background(), queue.JobFilter{Queue: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.Attempt != 0 || j.State != queue.StateReady {
+			t.Errorf("job %d: attempt %d, state %s; want ready at attempt 0", j.ID, j.Attempt, j.State)
+		}
+	}
+}

@@ -171,7 +171,7 @@ func alive(pid int) bool {
 func TestJobLeavesNothingRunning(t *testing.T) {
 	t.Parallel()
 	pids := filepath.Join(t.TempDir(), "pids")
-	h := commandHandler([]string{"sh", "-c", `sleep 1000 & echo $! >> "$0"`, pids}, jobEnv(), nil, nil)
+	h := commandHandler([]string{"sh", "-c", `sleep 1000 & echo $! >> "$0"`, pids}, jobEnv(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := h(ctx, &queue.Job{ID: 1, Queue: "q"}); err != nil {

@@ -91,10 +91,7 @@ latencies, and every queue's depth, counted on each scrape.`,
 				wcfg.Hooks = hooks
 				fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: metrics on http://%s/metrics\n", addr)
 			}
-			var (
-				h      queue.Handler
-				forced atomic.Int64
-			)
+			var h queue.Handler
 			if ledger.table != "" {
 				l, err := ledger.open(g.dsn, g.schema, cfg.Logger)
 				if err != nil {
@@ -104,19 +101,27 @@ latencies, and every queue's depth, counted on each scrape.`,
 				h = l.handle
 			} else {
 				g.forceHandled.Store(true)
-				h = commandHandler(args, jobEnv(), g.force, &forced)
+				h = commandHandler(args, jobEnv(), g.force)
 			}
 			w, err := queue.NewWorker(q, h, wcfg)
 			if err != nil {
 				return err
 			}
+			// A second signal ends the grace period at once: the running
+			// commands are killed and their jobs released.
+			ran := make(chan struct{})
+			defer close(ran)
+			go func() {
+				select {
+				case <-g.force:
+					w.StopNow()
+				case <-ran:
+				}
+			}()
 			err = w.Run(cmd.Context())
 			st := w.Stats()
-			// Runs a second signal stopped went back as snoozes; to the
-			// user they are released like the others.
-			n := forced.Load()
 			fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: %d completed, %d retried (%d dead), %d snoozed, %d released, %d leases lost\n",
-				st.Completed, st.Retried, st.Dead, st.Snoozed-n, st.Released+n, st.LeasesLost)
+				st.Completed, st.Retried, st.Dead, st.Snoozed, st.Released, st.LeasesLost)
 			return err
 		},
 	}
@@ -206,12 +211,13 @@ const stderrTail = queue.MaxErrorBytes
 // the commands, which would die mid-job and spend an attempt each. When
 // the job's context ends (shutdown timeout, lease lost) the group gets
 // SIGTERM, then SIGKILL after killDelay; when force closes (a second
-// Ctrl-C), SIGKILL at once, and the job goes back with no attempt spent.
+// Ctrl-C, on which the worker is stopped at once: Worker.StopNow), SIGKILL
+// at once, and the job goes back with no attempt spent.
 // Whatever the command leaves running in its group is killed when it
 // exits, so no job's processes outlive its run. stdout and stderr pass
 // through as they come; only the last stderrTail bytes of stderr are kept,
-// for the job's last error. forced counts the runs force stopped.
-func commandHandler(argv, env []string, force <-chan struct{}, forced *atomic.Int64) queue.Handler {
+// for the job's last error.
+func commandHandler(argv, env []string, force <-chan struct{}) queue.Handler {
 	return func(ctx context.Context, j *queue.Job) error {
 		c := exec.Command(argv[0], argv[1:]...)
 		c.Stdin = bytes.NewReader(j.Payload)
@@ -281,11 +287,11 @@ func commandHandler(argv, env []string, force <-chan struct{}, forced *atomic.In
 			return nil
 		}
 		if wasForced.Load() {
-			// The worker releases a job whose context ended; this one's
-			// did not (force comes before the shutdown timeout), and a
-			// snooze is how a handler gives a job back unspent.
-			forced.Add(1)
-			return queue.Snooze(0)
+			// Force is followed by Worker.StopNow, which ends the job's
+			// context; a run whose context ended is released, so wait for
+			// it rather than have the kill count as a failure.
+			<-ctx.Done()
+			return fmt.Errorf("%s: stopped by a second interrupt: %w", argv[0], err)
 		}
 		var exit *exec.ExitError
 		if msg := bytes.TrimSpace(stderr.Bytes()); errors.As(err, &exit) && len(msg) > 0 {

@@ -67,7 +67,7 @@ func (r *oddReader) Read(p []byte) (int, error) {
 // and fails: all of it passes through, and the job's error holds the end
 // of it, cut to what last_error keeps.
 func TestCommandHandlerStderr(t *testing.T) {
-	h := commandHandler([]string{"sh", "-c", `head -c 8388608 /dev/zero >&2; echo the end >&2; exit 3`}, jobEnv(), nil, nil)
+	h := commandHandler([]string{"sh", "-c", `head -c 8388608 /dev/zero >&2; echo the end >&2; exit 3`}, jobEnv(), nil)
 	stderr := captureStderr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
