@@ -54,6 +54,7 @@ var cases = []testCase{
 	{"ClaimsInPriorityRunAtIDOrder", testClaimOrder},
 	{"ClaimsAtMostN", testClaimLimit},
 	{"ClaimsEachQueueFairly", testFairAcrossQueues},
+	{"CheckPasses", testCheck},
 	{"HonoursRunAt", testHonoursRunAt},
 	{"SkipsHeldJobs", testSkipsHeld},
 	{"PayloadBytesRoundTrip", testPayloadRoundTrip},

@@ -14,6 +14,7 @@ func migrateCmd(g *globals) *cobra.Command {
 		Use:   "migrate up|down|status",
 		Short: "Create, roll back or show the job schema (needs DDL rights)",
 	})
+	var noCheck bool
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Apply every pending migration",
@@ -29,9 +30,25 @@ func migrateCmd(g *globals) *cobra.Command {
 			if len(res) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "already up to date")
 			}
+			if noCheck {
+				return nil
+			}
+			// What a worker will rely on, checked once the tables exist.
+			rs, err := g.check(cmd.Context())
+			if err != nil {
+				return err
+			}
+			for _, r := range rs {
+				if !r.OK {
+					_ = printChecks(cmd.ErrOrStderr(), rs)
+					return errCheckFailed
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "check: %d probes passed (dbq check shows them)\n", len(rs))
 			return nil
 		}),
 	}
+	up.Flags().BoolVar(&noCheck, "no-check", false, "do not run dbq check after migrating")
 	var to string
 	down := &cobra.Command{
 		Use:   "down",

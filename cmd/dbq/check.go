@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/dbqueue/dbq"
+	"github.com/dbqueue/dbq/queue"
+	"github.com/spf13/cobra"
+)
+
+// errCheckFailed ends dbq check (and migrate up) with exit 1 once the
+// failed probes are printed.
+var errCheckFailed = errors.New("dbq: check failed; see above")
+
+func checkCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Probe that the database, and the path to it, keep the claim's promise; exit 1 if not",
+		Long: `check runs, for a team's CI or a first run, what a worker relies on: the schema
+is migrated to the latest version; the account may enqueue, claim, complete and
+release; a job one claimer holds is skipped by another's claim and a released
+job comes back; and the dialect's own probes (a row one session locks with
+FOR UPDATE is skipped by another's SKIP LOCKED; PostgreSQL's advisory claimer
+has a session of its own, not a transaction pooler's). It works in a queue of
+its own, dbq.check.<random>, and leaves no job behind. Each probe prints what
+it saw and, when it failed, what to do; the exit status is 1 when any failed.
+migrate up runs it after migrating.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := mustExist(g.dsn); err != nil {
+				return err
+			}
+			rs, err := g.check(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rs); err != nil {
+					return err
+				}
+			} else if err := printChecks(cmd.OutOrStdout(), rs); err != nil {
+				return err
+			}
+			for _, r := range rs {
+				if !r.OK {
+					return errCheckFailed
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// check runs the schema version probe and queue.Check.
+func (g *globals) check(ctx context.Context) ([]queue.CheckResult, error) {
+	rs := []queue.CheckResult{g.checkVersion(ctx)}
+	if !rs[0].OK {
+		return rs, nil
+	}
+	q, err := g.open(ctx, g.config())
+	if err != nil {
+		return nil, err
+	}
+	defer q.Close()
+	return append(rs, queue.Check(ctx, q)...), nil
+}
+
+// checkVersion compares the schema's version with the latest migration.
+func (g *globals) checkVersion(ctx context.Context) queue.CheckResult {
+	r := queue.CheckResult{Name: "version"}
+	p, db, err := dbq.Migrator(ctx, g.dsn, g.config())
+	if err != nil {
+		r.Saw, r.Fix = err.Error(), "check the DSN and that the database answers"
+		return r
+	}
+	defer db.Close()
+	at, latest, err := p.GetVersions(ctx)
+	if err != nil {
+		r.Saw, r.Fix = err.Error(), "run `dbq migrate up`"
+		return r
+	}
+	r.Saw = fmt.Sprintf("schema at version %d of %d", at, latest)
+	switch {
+	case at < latest:
+		r.Fix = "run `dbq migrate up`"
+	case at > latest:
+		r.Fix = "this dbq is older than the schema: upgrade it"
+	default:
+		r.OK = true
+	}
+	return r
+}
+
+func printChecks(w io.Writer, rs []queue.CheckResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tRESULT\tSAW")
+	for _, r := range rs {
+		res := "ok"
+		if !r.OK {
+			res = "FAILED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, res, r.Saw)
+		if !r.OK && r.Fix != "" {
+			fmt.Fprintf(tw, "\t\tto fix: %s\n", r.Fix)
+		}
+	}
+	return tw.Flush()
+}

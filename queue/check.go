@@ -1,0 +1,145 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// CheckResult is one probe of [Check]: what it looked at, whether it
+// passed, what it saw and, when it failed, what to do.
+type CheckResult struct {
+	Name string
+	OK   bool
+	Saw  string
+	Fix  string
+}
+
+// Checker is implemented by drivers with probes of their own for [Check]:
+// that the database keeps the promises the claim rests on (a row one
+// session locks is skipped by another's claim; a session stays the
+// claimer's own). Each result names its probe.
+type Checker interface {
+	Check(ctx context.Context) []CheckResult
+}
+
+// Check probes, before any worker runs, that q's database and the path to
+// it keep the claim's promise, for a team's CI or first run: the tables
+// exist; the account may enqueue, claim, complete and release; two
+// claimers never get one job, and a released job comes back; and the
+// driver's own probes ([Checker]). It works on a queue of its own,
+// "dbq.check.<random>", and leaves no job of it behind. The results come
+// in the order run; a failed probe may make later ones pointless, and
+// they say so.
+func Check(ctx context.Context, q *Queue) []CheckResult {
+	if _, err := q.Stats(ctx); err != nil {
+		return []CheckResult{{Name: "schema", Saw: err.Error(), Fix: fixFor(err)}}
+	}
+	out := []CheckResult{{Name: "schema", OK: true, Saw: "the jobs table answers"}}
+	out = append(out, checkClaims(ctx, q)...)
+	if c, ok := q.drv.(Checker); ok {
+		out = append(out, c.Check(ctx)...)
+	}
+	return out
+}
+
+// fixFor says what to do about a probe's error.
+func fixFor(err error) string {
+	switch {
+	case errors.Is(err, ErrNotMigrated):
+		return "run `dbq migrate up` (or apply the migrations `dbq migrate sql` prints) with an account that may create tables"
+	case errors.Is(err, ErrUnsupportedServer):
+		return "change the setup the error names: the claim's promise does not hold on this path to the database"
+	case errors.Is(err, ErrInvalidConfig):
+		return "see the error: a setting must change"
+	}
+	return "grant the account SELECT, INSERT, UPDATE and DELETE on dbq's tables, and check that the database answers"
+}
+
+// checkClaims is Check's round trip through two claimers, on a queue of
+// its own.
+func checkClaims(ctx context.Context, q *Queue) (out []CheckResult) {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "dbq.check." + hex.EncodeToString(b[:])
+	res := func(probe string, err error, saw string) bool {
+		r := CheckResult{Name: probe, OK: err == nil, Saw: saw}
+		if err != nil {
+			r.Saw, r.Fix = err.Error(), fixFor(err)
+		}
+		out = append(out, r)
+		return err == nil
+	}
+	ids, err := q.Enqueue(ctx, NewJob{Queue: name, Payload: []byte("a")}, NewJob{Queue: name, Payload: []byte("b")})
+	if !res("enqueue", err, "2 jobs stored in queue "+name) {
+		return out
+	}
+	var claimers []Claimer
+	defer func() {
+		// Give back what is held, then remove what is left of the probe.
+		cctx := context.WithoutCancel(ctx)
+		for _, c := range claimers {
+			_ = c.Close(cctx)
+		}
+		if a, ok := q.drv.(Admin); ok {
+			_, _ = a.Cancel(cctx, ids)
+		}
+	}()
+	newClaimer := func() (Claimer, error) {
+		c, err := q.NewClaimer(ctx)
+		if err == nil {
+			claimers = append(claimers, c)
+		}
+		return c, err
+	}
+	a, err := newClaimer()
+	var first []*Job
+	if err == nil {
+		first, err = a.Claim(ctx, name, 1)
+	}
+	if err == nil && (len(first) != 1 || !slices.Contains(ids, first[0].ID)) {
+		err = fmt.Errorf("%w: the first claimer got %d of the probe's jobs, want 1", ErrUnsupportedServer, len(first))
+	}
+	if !res("claim", err, "a claimer took one probe job") {
+		return out
+	}
+	b2, err := newClaimer()
+	var second []*Job
+	if err == nil {
+		second, err = b2.Claim(ctx, name, 2)
+	}
+	if err == nil && (len(second) != 1 || second[0].ID == first[0].ID) {
+		err = fmt.Errorf("%w: a second claimer asking for 2 got jobs %v while the first held job %d, want only the other one"+
+			" (the database does not keep one claimer's job from another)", ErrUnsupportedServer, IDs(second), first[0].ID)
+	}
+	if !res("exclusive", err, "a second claimer skipped the held job and took the other") {
+		return out
+	}
+	err = a.Release(ctx, []Lease{first[0].Lease()})
+	var again []*Job
+	if err == nil {
+		again, err = b2.Claim(ctx, name, 1)
+	}
+	if err == nil && (len(again) != 1 || again[0].ID != first[0].ID) {
+		err = fmt.Errorf("%w: after the first claimer released job %d, a claim got %v", ErrUnsupportedServer, first[0].ID, IDs(again))
+	}
+	if !res("release", err, "a released job was claimable again at once") {
+		return out
+	}
+	err = b2.Complete(ctx, append(Leases(second), Leases(again)...))
+	if err == nil {
+		var st []QueueStats
+		if st, err = q.Stats(ctx); err == nil {
+			for _, s := range st {
+				if s.Queue == name && s.Ready+s.Held+s.Scheduled+s.Dead > 0 {
+					err = fmt.Errorf("dbq: %d probe jobs remain after both were completed", s.Ready+s.Held+s.Scheduled+s.Dead)
+				}
+			}
+		}
+	}
+	res("complete", err, "completed jobs left the table")
+	return out
+}
