@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -210,7 +211,8 @@ var errLeaseLostCause = fmt.Errorf("%w: the job's claim ended while its handler 
 // it stops claiming, lets running handlers finish within ShutdownTimeout,
 // cancels and releases the rest, flushes every result and closes its
 // claimer. It returns nil after a graceful shutdown, or the error that kept
-// it from starting. A Worker runs once at a time.
+// it from starting or made it stop (ErrClosed, ErrNotMigrated,
+// ErrUnsupportedServer from a claim). A Worker runs once at a time.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: worker already running", ErrInvalidConfig)
@@ -218,10 +220,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.running.Store(false)
 	ctx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
-	abort := make(chan struct{})
-	var abortOnce sync.Once
-	w.setStopNow(func() { abortOnce.Do(func() { close(abort); cancelRun() }) })
-	defer w.setStopNow(nil)
 
 	claimer, err := w.q.NewClaimer(ctx)
 	if err != nil {
@@ -238,124 +236,90 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Debug("dbq: worker started", "concurrency", w.cfg.Concurrency, "batch", w.cfg.BatchSize,
 		"poll", w.cfg.PollInterval, "wakeups", wake != nil)
 	defer w.log.Debug("dbq: worker stopped")
-	// Handlers run on a context that outlives ctx by ShutdownTimeout.
-	hardCtx, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer hardStop(nil)
 
-	// inflight holds the jobs claimed and not yet settled: running, or run
-	// and waiting for their result to be written. The heartbeat renews the
-	// leases of all of them, so a result whose write is slow or retried is
-	// still this worker's when it lands.
-	var (
-		mu       sync.Mutex
-		inflight = map[int64]*running{}
-		wg       sync.WaitGroup
-		slots    = make(chan struct{}, w.cfg.Concurrency)
-	)
-	results := make(chan result, w.cfg.Concurrency)
-	flushed := make(chan struct{})
-	// Result writes follow writeCtx, which ends flushTimeout after the
-	// last handler has returned at shutdown.
-	writeCtx, writeStop := context.WithCancel(context.WithoutCancel(ctx))
-	defer writeStop()
-	flush := func() {
-		close(results)
-		stop := time.AfterFunc(flushTimeout, writeStop)
-		<-flushed
-		stop.Stop()
+	r := w.begin(ctx, claimer)
+	w.setStopNow(func() { r.abortOnce.Do(func() { close(r.abort); cancelRun() }) })
+	defer w.setStopNow(nil)
+	return r.stop(ctx, r.claimLoop(ctx, wake))
+}
+
+// runState is one Run's: its claimer, the jobs in flight, and the
+// goroutines that run, renew and settle them.
+type runState struct {
+	w       *Worker
+	claimer Claimer
+
+	inflight inflight
+	handlers sync.WaitGroup
+	slots    chan struct{} // a token per free handler slot
+	results  chan result
+	flushed  chan struct{} // closed once complete wrote the last result
+
+	// Handlers run on hardCtx, which outlives Run's ctx by ShutdownTimeout;
+	// result writes on writeCtx, which ends flushTimeout after that.
+	hardStop  context.CancelCauseFunc
+	hardCtx   context.Context
+	writeStop context.CancelFunc
+
+	hbStop context.CancelFunc
+	hbDone chan struct{} // nil when the claimer needs no heartbeat
+
+	abort     chan struct{} // closed by StopNow
+	abortOnce sync.Once
+}
+
+// begin starts a Run's result writer and heartbeat.
+func (w *Worker) begin(ctx context.Context, claimer Claimer) *runState {
+	r := &runState{
+		w: w, claimer: claimer,
+		inflight: inflight{m: map[int64]*running{}},
+		slots:    make(chan struct{}, w.cfg.Concurrency),
+		results:  make(chan result, w.cfg.Concurrency),
+		flushed:  make(chan struct{}),
+		abort:    make(chan struct{}),
 	}
-	closeClaimer := func() error {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-		defer cancel()
-		return claimer.Close(cctx)
-	}
-	go func() {
-		w.complete(writeCtx, claimer, results, func(jobs []*Job) {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, j := range jobs {
-				if r := inflight[j.ID]; r != nil && r.job == j {
-					delete(inflight, j.ID)
-				}
-			}
-		})
-		close(flushed)
-	}()
 	for range w.cfg.Concurrency {
-		slots <- struct{}{}
+		r.slots <- struct{}{}
 	}
-
-	// Leases are renewed until the last handler returns, past ctx.
-	hbCtx, hbStop := context.WithCancel(hardCtx)
-	defer hbStop()
-	var hbDone chan struct{}
+	r.hardCtx, r.hardStop = context.WithCancelCause(context.WithoutCancel(ctx))
+	writeCtx, writeStop := context.WithCancel(context.WithoutCancel(ctx))
+	r.writeStop = writeStop
+	go func() {
+		defer close(r.flushed)
+		w.complete(writeCtx, claimer, r.results, r.inflight.settle)
+	}()
+	// Claims are renewed (or their connection checked) until the last
+	// handler returns, past ctx.
+	hbCtx, hbStop := context.WithCancel(r.hardCtx)
+	r.hbStop = hbStop
 	if every := heartbeatInterval(claimer); every > 0 {
-		hbDone = make(chan struct{})
+		r.hbDone = make(chan struct{})
 		go func() {
-			defer close(hbDone)
-			w.heartbeat(hbCtx, claimer, every, func() []Lease {
-				mu.Lock()
-				defer mu.Unlock()
-				ls := make([]Lease, 0, len(inflight))
-				for _, r := range inflight {
-					ls = append(ls, r.job.Lease())
-				}
-				return ls
-			}, func(ids []int64) []int64 {
-				mu.Lock()
-				defer mu.Unlock()
-				var running []int64
-				for _, id := range ids {
-					if r := inflight[id]; r != nil && !r.returned.Load() {
-						r.cancel(errLeaseLostCause)
-						running = append(running, id)
-					}
-				}
-				return running
-			})
+			defer close(r.hbDone)
+			w.heartbeat(hbCtx, claimer, every, r.inflight.leases, r.inflight.lost)
 		}()
 	}
+	return r
+}
 
-	start := func(j *Job) {
-		jctx, cancel := context.WithCancelCause(hardCtx)
-		r := &running{job: j, cancel: cancel}
-		mu.Lock()
-		if old := inflight[j.ID]; old != nil {
-			// Claimed again: the earlier claim of this job was lost (its
-			// lease ran out, or its lock's connection ended) before the
-			// heartbeat said so.
-			old.cancel(errLeaseLostCause)
-		}
-		inflight[j.ID] = r
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res := w.run(jctx, j)
-			r.returned.Store(true)
-			cancel(nil)
-			results <- res
-			slots <- struct{}{}
-		}()
-	}
-
+// claimLoop claims whenever handler slots are free until ctx ends (nil)
+// or a claim fails in a way retrying cannot mend (that error).
+func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
+	w := r.w
 	claimSlot := w.q.claimSlot(w.cfg.Queue)
 	backoff := time.Duration(0)
-claimLoop:
 	for {
-		// Wait for at least one free slot.
+		// Wait for a free slot, then for this queue's turn to claim
+		// (Config.ClaimConcurrency); slots freed meanwhile join the batch.
 		select {
 		case <-ctx.Done():
-			break claimLoop
-		case <-slots:
+			return nil
+		case <-r.slots:
 		}
-		// Wait for this queue's turn to claim (Config.ClaimConcurrency);
-		// slots freed meanwhile join the batch.
 		if claimSlot != nil {
 			select {
 			case <-ctx.Done():
-				slots <- struct{}{}
-				break claimLoop
+				return nil
 			case claimSlot <- struct{}{}:
 			}
 		}
@@ -363,94 +327,180 @@ claimLoop:
 	take:
 		for free < w.cfg.BatchSize {
 			select {
-			case <-slots:
+			case <-r.slots:
 				free++
 			default:
 				break take
 			}
 		}
-		// Shutdown cuts a claim short (one waiting for a pool connection
-		// would otherwise hold Run up): the contract says a cancelled claim
-		// leaves no lock and no claim behind, and a lock claimer keeps the
-		// locks of the jobs still running.
-		cctx, ccancel := context.WithTimeout(ctx, claimTimeout)
-		var began time.Time
-		if w.hooks != nil {
-			began = time.Now()
-		}
-		jobs, err := claimer.Claim(cctx, w.cfg.Queue, free)
-		ccancel()
+		jobs, err := r.claim(ctx, free)
 		if claimSlot != nil {
 			<-claimSlot
 		}
-		if w.hooks != nil {
-			w.hooks.ClaimDone(w.cfg.Queue, free, len(jobs), time.Since(began), err)
-		}
 		for range free - len(jobs) {
-			slots <- struct{}{}
+			r.slots <- struct{}{}
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				break claimLoop
-			}
-			if errors.Is(err, ErrClosed) || errors.Is(err, ErrNotMigrated) || errors.Is(err, ErrUnsupportedServer) {
-				hardStop(errShutdown)
-				wg.Wait()
-				hbStop()
-				if hbDone != nil {
-					<-hbDone
-				}
-				flush()
-				_ = closeClaimer()
-				return err
-			}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrClosed) || errors.Is(err, ErrNotMigrated) || errors.Is(err, ErrUnsupportedServer):
+			return err
+		case err != nil:
 			w.stats.claimErrors.Add(1)
 			backoff = min(max(2*backoff, 100*time.Millisecond), 30*time.Second)
 			w.log.Warn("dbq: claim failed; retrying", "err", err, "in", backoff)
 			if !sleep(ctx, Jitter(backoff, 0.5)) {
-				break claimLoop
+				return nil
 			}
 			continue
 		}
 		backoff = 0
 		w.stats.claimed.Add(int64(len(jobs)))
 		for _, j := range jobs {
-			start(j)
+			r.start(j)
 		}
 		// A full batch suggests more are ready: claim again at once.
-		if len(jobs) < free {
-			if !w.idle(ctx, Jitter(w.cfg.PollInterval, 0.2), &wake) {
-				break claimLoop
-			}
+		if len(jobs) < free && !w.idle(ctx, Jitter(w.cfg.PollInterval, 0.2), &wake) {
+			return nil
 		}
 	}
+}
 
-	// Graceful shutdown: let handlers finish, then hard-stop the rest.
+// claim runs one claim of up to n jobs. Shutdown cuts it short (one
+// waiting for a pool connection would otherwise hold Run up): the contract
+// says a cancelled claim leaves no lock and no claim behind, and a lock
+// claimer keeps the locks of the jobs still running.
+func (r *runState) claim(ctx context.Context, n int) ([]*Job, error) {
+	w := r.w
+	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
+	var began time.Time
+	if w.hooks != nil {
+		began = time.Now()
+	}
+	jobs, err := r.claimer.Claim(cctx, w.cfg.Queue, n)
+	if w.hooks != nil {
+		w.hooks.ClaimDone(w.cfg.Queue, n, len(jobs), time.Since(began), err)
+	}
+	return jobs, err
+}
+
+// start runs j's handler on a slot of its own and hands its result to the
+// writer.
+func (r *runState) start(j *Job) {
+	jctx, cancel := context.WithCancelCause(r.hardCtx)
+	run := r.inflight.add(j, cancel)
+	r.handlers.Add(1)
+	go func() {
+		defer r.handlers.Done()
+		res := r.w.run(jctx, j)
+		run.returned.Store(true)
+		cancel(nil)
+		r.results <- res
+		r.slots <- struct{}{}
+	}()
+}
+
+// stop is the one way a Run ends. After ctx ended (fatal nil) handlers get
+// ShutdownTimeout, or less after StopNow; after a fatal claim error they
+// are cancelled at once. Then the heartbeat stops, the last results are
+// written (within flushTimeout) and the claimer closes (within
+// flushTimeout). It returns fatal, or else Close's error.
+func (r *runState) stop(ctx context.Context, fatal error) error {
+	w := r.w
 	// Result writes end at the latest flushTimeout after the handlers'
 	// time is up, even while handlers still wait to hand in their results.
-	writeDeadline := time.AfterFunc(w.cfg.ShutdownTimeout+flushTimeout, writeStop)
+	writeDeadline := time.AfterFunc(w.cfg.ShutdownTimeout+flushTimeout, r.writeStop)
 	defer writeDeadline.Stop()
+	defer r.writeStop()
+	defer r.hardStop(nil)
 	idle := make(chan struct{})
-	go func() { wg.Wait(); close(idle) }()
+	go func() { r.handlers.Wait(); close(idle) }()
 	t := time.NewTimer(w.cfg.ShutdownTimeout)
+	defer t.Stop()
+	if fatal != nil {
+		r.hardStop(errShutdown)
+	}
 	select {
 	case <-idle:
-		t.Stop()
 	case <-t.C:
 		w.log.Warn("dbq: shutdown timeout; cancelling running jobs")
-		hardStop(errShutdown)
-		<-idle
-	case <-abort:
-		t.Stop()
-		hardStop(errShutdown)
-		<-idle
+	case <-r.abort:
 	}
-	hbStop()
-	if hbDone != nil {
-		<-hbDone
+	r.hardStop(errShutdown)
+	<-idle
+	r.hbStop()
+	if r.hbDone != nil {
+		<-r.hbDone
 	}
-	flush()
-	return closeClaimer()
+	close(r.results)
+	flushDeadline := time.AfterFunc(flushTimeout, r.writeStop)
+	<-r.flushed
+	flushDeadline.Stop()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer cancel()
+	return cmp.Or(fatal, r.claimer.Close(cctx))
+}
+
+// inflight holds the jobs claimed and not yet settled: running, or run and
+// waiting for their result to be written. The heartbeat renews the claims
+// of all of them, so a result whose write is slow or retried is still this
+// worker's when it lands.
+type inflight struct {
+	mu sync.Mutex
+	m  map[int64]*running
+}
+
+// add records j as running under cancel. A job claimed again while an
+// earlier run of it is in flight lost that earlier claim (its lease ran
+// out, or its lock's connection ended) before the heartbeat said so: that
+// run is cancelled.
+func (f *inflight) add(j *Job, cancel context.CancelCauseFunc) *running {
+	r := &running{job: j, cancel: cancel}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if old := f.m[j.ID]; old != nil {
+		old.cancel(errLeaseLostCause)
+	}
+	f.m[j.ID] = r
+	return r
+}
+
+// settle forgets jobs whose results were written.
+func (f *inflight) settle(jobs []*Job) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, j := range jobs {
+		if r := f.m[j.ID]; r != nil && r.job == j {
+			delete(f.m, j.ID)
+		}
+	}
+}
+
+// leases returns the claims to renew.
+func (f *inflight) leases() []Lease {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ls := make([]Lease, 0, len(f.m))
+	for _, r := range f.m {
+		ls = append(ls, r.job.Lease())
+	}
+	return ls
+}
+
+// lost cancels the handlers of ids still running, with a lease-lost
+// cause, and returns their ids.
+func (f *inflight) lost(ids []int64) []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var running []int64
+	for _, id := range ids {
+		if r := f.m[id]; r != nil && !r.returned.Load() {
+			r.cancel(errLeaseLostCause)
+			running = append(running, id)
+		}
+	}
+	return running
 }
 
 // StopNow ends a Run at once, as if its context had ended and
