@@ -1,14 +1,19 @@
 // Package dbtest finds the test databases: it reads their DSNs from the
 // environment (defaults match docker-compose.yml and the development
 // machines) and decides whether a test that cannot reach one skips or
-// fails, following DBQ_REQUIRE.
+// fails, following DBQ_REQUIRE. Only a server that cannot be reached is a
+// reason to skip: any other error of a test's setup (a failed migration, a
+// refused login, a missing database) fails the test.
 package dbtest
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,12 +58,27 @@ func Required(d dialect.Name) bool {
 	return false
 }
 
-// Unreachable ends the test for a database that did not answer: it fails
-// when DBQ_REQUIRE names the dialect and skips, saying so, otherwise.
-// The error is printed with passwords redacted.
+// CannotConnect reports whether err says that no connection to the server
+// could be made: a refused or timed-out dial, an unknown host, a missing
+// socket. An error from a server that answered is not one.
+func CannotConnect(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	return errors.As(err, &dns) ||
+		(errors.As(err, &op) && op.Op == "dial") ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+}
+
+// Unreachable ends the test whose setup failed with err. When err says the
+// database cannot be reached (CannotConnect), the test fails if
+// DBQ_REQUIRE names the dialect and skips, saying so, otherwise; any other
+// error fails it. The error is printed with passwords redacted.
 func Unreachable(t testing.TB, d dialect.Name, err error) {
 	t.Helper()
-	msg := fmt.Sprintf("%s at %s does not answer: %v", d, dialect.Redact(DSN(d)), err)
+	if !CannotConnect(err) {
+		t.Fatalf("%s at %s: test setup failed: %s", d, dialect.Redact(DSN(d)), dialect.Redact(err.Error()))
+	}
+	msg := fmt.Sprintf("%s at %s does not answer: %s", d, dialect.Redact(DSN(d)), dialect.Redact(err.Error()))
 	if Required(d) {
 		t.Fatalf("%s (DBQ_REQUIRE names %s)", msg, d)
 	}
