@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -242,19 +243,19 @@ func (r *Runner) fresh(ctx context.Context, strategy string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.Up(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
 	e := &env{d: r.d, names: cfg.Names(), db: db}
 	e.table = e.names.Qualified(r.d, e.names.Jobs())
 	e.down = func(ctx context.Context) error {
 		_, err := p.DownTo(ctx, 0)
 		// goose leaves its own version table behind.
-		if _, err2 := db.ExecContext(ctx, "DROP TABLE "+e.names.Qualified(r.d, e.names.Versions())); err == nil {
+		if _, err2 := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+e.names.Qualified(r.d, e.names.Versions())); err == nil {
 			err = err2
 		}
 		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		// Undo what a partial migration made.
+		return nil, errors.Join(err, e.close(ctx))
 	}
 	e.q, err = dbq.Open(ctx, r.dsn, dbq.Options{Config: cfg, Strategy: strategy})
 	if err != nil {

@@ -30,8 +30,8 @@ type endpoint struct {
 }
 
 // fresh makes a migrated, empty jobs table of dialect d with its own
-// prefix (a file of its own for SQLite), or skips the test when d does not
-// answer.
+// prefix (a file of its own for SQLite), dropped at cleanup, or skips the
+// test when d does not answer.
 func fresh(t *testing.T, d dialect.Name) endpoint {
 	t.Helper()
 	ctx := context.Background()
@@ -46,19 +46,7 @@ func fresh(t *testing.T, d dialect.Name) endpoint {
 	if err != nil {
 		dbtest.Unreachable(t, d, err)
 	}
-	defer db.Close()
-	if _, err := p.Up(ctx); err != nil {
-		dbtest.Unreachable(t, d, err)
-	}
-	t.Cleanup(func() {
-		p, db, err := dbq.Migrator(context.Background(), e.dsn, e.cfg)
-		if err == nil {
-			_, _ = p.DownTo(context.Background(), 0)
-			n := e.cfg.Names()
-			_, _ = db.Exec("DROP TABLE IF EXISTS " + n.Qualified(d, n.Prefix+"schema_version"))
-			db.Close()
-		}
-	})
+	dbtest.MigrateUp(t, d, p, db, e.cfg.Names())
 	return e
 }
 

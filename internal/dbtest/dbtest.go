@@ -7,6 +7,8 @@
 package dbtest
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dbqueue/dbq/dialect"
+	"github.com/pressly/goose/v3"
 )
 
 // Default DSNs, matching docker-compose.yml.
@@ -94,3 +97,32 @@ func UniqueName(base string) string {
 }
 
 var start = time.Now().UnixNano() & 0xffffffffff
+
+// MigrateUp migrates p (goose over db, tables named by n, in dialect d) up
+// for t, and registers first, so that a partial migration is undone too,
+// a cleanup that migrates down to zero, drops goose's version table and
+// closes db, failing t if any of that fails. db must already answer
+// (dbq.Migrator checks that); a migration that fails ends t as Unreachable
+// says. db keeps no idle connection between the migration and the cleanup.
+func MigrateUp(t testing.TB, d dialect.Name, p *goose.Provider, db *sql.DB, n dialect.Names) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := p.DownTo(ctx, 0); err != nil {
+			t.Errorf("cleanup: migrate %s down: %v", n.Jobs(), err)
+		}
+		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+n.Qualified(d, n.Versions())); err != nil {
+			t.Errorf("cleanup: drop %s: %v", n.Versions(), err)
+		}
+		if err := db.Close(); err != nil {
+			t.Errorf("cleanup: close: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := p.Up(ctx); err != nil {
+		Unreachable(t, d, err)
+	}
+	db.SetMaxIdleConns(0)
+}
