@@ -52,13 +52,16 @@ type Config struct {
 	Batches []int
 	// EnqueueJobs is how many jobs each enqueue cell inserts. Default 10,000.
 	EnqueueJobs int
-	// DepthSizes are the ready-job counts claim latency is measured at.
+	// DepthSizes are the ready-job counts at which the latency of taking
+	// one job and finishing it (dbq: Claim and Complete; the floor: one
+	// DELETE) is measured.
 	// Default 10,000 and 1,000,000.
 	DepthSizes []int
 	// DepthFuture is how many future-scheduled jobs sit ahead of the ready
 	// ones in index order for the last depth cell. Default 1,000,000.
 	DepthFuture int
-	// Samples is how many claims or pickups each latency cell times.
+	// Samples is how many claim-and-complete steps or pickups each latency
+	// cell times.
 	// Default 500.
 	Samples int
 	// SteadyTotal and SteadyWindow: steady state works SteadyTotal jobs and
