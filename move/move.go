@@ -56,7 +56,8 @@
 // Worked, and jobs no longer there (completed or cancelled on the
 // destination) as Gone. The report sums both sides: the source's jobs as
 // exported, the destination's as read back. For this the run keeps about
-// 100 bytes per moved job in memory, and reads each moved job once more.
+// 150 bytes per moved job in memory (more for jobs with long dedupe keys of
+// their own), and reads each moved job once more, in chunks of 1,000.
 //
 // Moved jobs that had no dedupe key keep the synthesized one on the
 // destination; it only keeps them unique there.
