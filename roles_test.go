@@ -37,15 +37,9 @@ func TestLeastPrivilege(t *testing.T) {
 			if err != nil {
 				dbtest.Unreachable(t, c.d, err)
 			}
-			defer admin.Close()
-			if _, err := p.Up(ctx); err != nil {
-				t.Fatalf("migrate as the admin: %v", err)
-			}
-			defer func() {
-				_, _ = p.DownTo(context.Background(), 0)
-				n := cfg.Names()
-				_, _ = admin.Exec("DROP TABLE IF EXISTS " + n.Qualified(c.d, n.Prefix+"schema_version"))
-			}()
+			// Cleanups run last first: the role is dropped (grantDML), then
+			// the tables, then admin is closed.
+			dbtest.MigrateUp(t, c.d, p, admin, cfg.Names())
 			role := strings.TrimSuffix(cfg.Prefix, "_")
 			names := cfg.Names()
 			tables := []string{names.Qualified(c.d, names.Jobs()), names.Qualified(c.d, names.Prefix+"queues")}
@@ -56,8 +50,8 @@ func TestLeastPrivilege(t *testing.T) {
 				if err != nil {
 					t.Fatalf("open as %s (%s): %v", role, s, err)
 				}
+				t.Cleanup(func() { q.Close() }) // before the role is dropped
 				runAsRole(t, q)
-				q.Close()
 			}
 
 			// Migrating another prefix needs CREATE TABLE, which the role lacks.
@@ -65,7 +59,7 @@ func TestLeastPrivilege(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer db.Close()
+			t.Cleanup(func() { db.Close() })
 			other := queue.Config{Prefix: cfg.Prefix + "x_"}
 			err = migrations.Up(ctx, c.d, db, other.Names())
 			if err == nil || !strings.Contains(err.Error(), "needs DDL rights") {
@@ -76,7 +70,8 @@ func TestLeastPrivilege(t *testing.T) {
 }
 
 // grantDML creates a login role with DML on tables only and returns its
-// DSN; the role is dropped when the test ends.
+// DSN; the role is dropped when the test ends, even when it fails, and a
+// drop that fails fails the test. admin must stay open until then.
 func grantDML(t *testing.T, admin *sql.DB, d dialect.Name, role string, tables []string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -93,16 +88,13 @@ func grantDML(t *testing.T, admin *sql.DB, d dialect.Name, role string, tables [
 	switch d {
 	case dialect.Postgres:
 		exec(fmt.Sprintf(`CREATE ROLE %q LOGIN`, role))
-		t.Cleanup(func() {
-			_, _ = admin.ExecContext(context.Background(), fmt.Sprintf(`DROP OWNED BY %q`, role))
-			_, _ = admin.ExecContext(context.Background(), fmt.Sprintf(`DROP ROLE %q`, role))
-		})
+		drop(t, admin, fmt.Sprintf(`DROP OWNED BY %q`, role), fmt.Sprintf(`DROP ROLE %q`, role))
 		exec(fmt.Sprintf(`GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %q`, strings.Join(tables, ", "), role))
 	case dialect.MySQL:
 		for _, host := range []string{"%", "localhost", "127.0.0.1"} {
 			user := fmt.Sprintf("'%s'@'%s'", role, host)
 			exec("CREATE USER " + user)
-			t.Cleanup(func() { _, _ = admin.ExecContext(context.Background(), "DROP USER "+user) })
+			drop(t, admin, "DROP USER "+user)
 			for _, tb := range tables {
 				exec(fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s", tb, user))
 			}
@@ -110,6 +102,19 @@ func grantDML(t *testing.T, admin *sql.DB, d dialect.Name, role string, tables [
 	}
 	u.User = url.User(role)
 	return u.String()
+}
+
+// drop runs stmts on admin at t's cleanup, failing t if one fails.
+func drop(t *testing.T, admin *sql.DB, stmts ...string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, s := range stmts {
+			if _, err := admin.ExecContext(ctx, s); err != nil {
+				t.Errorf("cleanup: %s: %v", s, err)
+			}
+		}
+	})
 }
 
 // runAsRole enqueues, works, pauses, cancels and revives jobs through q.

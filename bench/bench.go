@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,13 +52,16 @@ type Config struct {
 	Batches []int
 	// EnqueueJobs is how many jobs each enqueue cell inserts. Default 10,000.
 	EnqueueJobs int
-	// DepthSizes are the ready-job counts claim latency is measured at.
+	// DepthSizes are the ready-job counts at which the latency of taking
+	// one job and finishing it (dbq: Claim and Complete; the floor: one
+	// DELETE) is measured.
 	// Default 10,000 and 1,000,000.
 	DepthSizes []int
 	// DepthFuture is how many future-scheduled jobs sit ahead of the ready
 	// ones in index order for the last depth cell. Default 1,000,000.
 	DepthFuture int
-	// Samples is how many claims or pickups each latency cell times.
+	// Samples is how many claim-and-complete steps or pickups each latency
+	// cell times.
 	// Default 500.
 	Samples int
 	// SteadyTotal and SteadyWindow: steady state works SteadyTotal jobs and
@@ -242,19 +246,19 @@ func (r *Runner) fresh(ctx context.Context, strategy string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.Up(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
 	e := &env{d: r.d, names: cfg.Names(), db: db}
 	e.table = e.names.Qualified(r.d, e.names.Jobs())
 	e.down = func(ctx context.Context) error {
 		_, err := p.DownTo(ctx, 0)
 		// goose leaves its own version table behind.
-		if _, err2 := db.ExecContext(ctx, "DROP TABLE "+e.names.Qualified(r.d, e.names.Versions())); err == nil {
+		if _, err2 := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+e.names.Qualified(r.d, e.names.Versions())); err == nil {
 			err = err2
 		}
 		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		// Undo what a partial migration made.
+		return nil, errors.Join(err, e.close(ctx))
 	}
 	e.q, err = dbq.Open(ctx, r.dsn, dbq.Options{Config: cfg, Strategy: strategy})
 	if err != nil {

@@ -198,9 +198,12 @@ func (r *Runner) drainFloor(ctx context.Context, e *env, conns int) (time.Durati
 	return took, nil
 }
 
-// depth measures single-job claim latency as the table grows, then with
-// future jobs ahead of the ready ones in index order (lower priority value,
-// later run_at), which a claim must skip over.
+// depth measures the latency of taking one job and finishing it as the
+// table grows, then with future jobs ahead of the ready ones in index order
+// (lower priority value, later run_at), which a claim must skip over. Both
+// sides time the same work per sample: dbq a Claim of one job and its
+// Complete (two statements), the floor one DELETE of a ready row (claim
+// and completion in one).
 func (r *Runner) depth(ctx context.Context) error {
 	e, err := r.fresh(ctx, "")
 	if err != nil {
@@ -214,26 +217,18 @@ func (r *Runner) depth(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			lat, err := claimLatency(ctx, q, r.cfg.Samples)
+			lat, err := claimCompleteLatency(ctx, q, r.cfg.Samples)
 			q.Close()
-			row := Row{Section: Depth, Impl: "dbq", Strategy: s, Case: kase}
-			if err != nil {
-				row.Err = err.Error()
-				r.add(row)
-			} else {
-				r.add(latencyRow(row, lat))
-			}
+			r.add(latencyResult(Row{Section: Depth, Impl: "dbq", Strategy: s, Case: kase}, lat, err))
 		}
-		lat := make([]time.Duration, 0, r.cfg.Samples)
-		for range r.cfg.Samples {
-			t := time.Now()
-			if _, err := e.floorDelete(ctx, 1); err != nil {
-				r.add(Row{Section: Depth, Impl: "floor", Case: kase, Err: err.Error()})
-				return nil
+		lat, err := timeEach(r.cfg.Samples, func() error {
+			n, err := e.floorDelete(ctx, 1)
+			if err == nil && n != 1 {
+				err = fmt.Errorf("floor took %d jobs, want 1", n)
 			}
-			lat = append(lat, time.Since(t))
-		}
-		r.add(latencyRow(Row{Section: Depth, Impl: "floor", Case: kase}, lat))
+			return err
+		})
+		r.add(latencyResult(Row{Section: Depth, Impl: "floor", Case: kase}, lat, err))
 		return nil
 	}
 	per := r.cfg.Samples * (len(r.cfg.Strategies) + 1) // what each measure consumes
@@ -261,28 +256,47 @@ func (r *Runner) depth(ctx context.Context) error {
 	return measure(fmt.Sprintf("ready=%d+future=%d", have, r.cfg.DepthFuture))
 }
 
-func claimLatency(ctx context.Context, q *queue.Queue, samples int) ([]time.Duration, error) {
+// latencyResult is row with the latencies lat, or with err.
+func latencyResult(row Row, lat []time.Duration, err error) Row {
+	if err != nil {
+		row.Err = err.Error()
+		return row
+	}
+	return latencyRow(row, lat)
+}
+
+// timeEach runs step samples times and returns how long each run took;
+// it stops at the first error.
+func timeEach(samples int, step func() error) ([]time.Duration, error) {
+	lat := make([]time.Duration, 0, samples)
+	for range samples {
+		t := time.Now()
+		if err := step(); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	return lat, nil
+}
+
+// claimCompleteLatency times samples runs of a Claim of one job on q and
+// the Complete that ends it.
+func claimCompleteLatency(ctx context.Context, q *queue.Queue, samples int) ([]time.Duration, error) {
 	c, err := q.NewClaimer(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close(context.WithoutCancel(ctx))
-	lat := make([]time.Duration, 0, samples)
-	for range samples {
-		t := time.Now()
+	return timeEach(samples, func() error {
 		jobs, err := c.Claim(ctx, benchQueue, 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		lat = append(lat, time.Since(t))
 		if len(jobs) != 1 {
-			return nil, fmt.Errorf("claim got %d jobs, want 1", len(jobs))
+			return fmt.Errorf("claim got %d jobs, want 1", len(jobs))
 		}
-		if err := c.Complete(ctx, queue.Leases(jobs)); err != nil {
-			return nil, err
-		}
-	}
-	return lat, nil
+		return c.Complete(ctx, queue.Leases(jobs))
+	})
 }
 
 // pickup times enqueue to handler start on an idle queue, one job at a
@@ -294,14 +308,8 @@ func (r *Runner) pickup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		row := Row{Section: Pickup, Impl: "dbq", Strategy: s, Case: "idle"}
 		lat, err := r.pickupDBQ(ctx, e.q)
-		if err != nil {
-			row.Err = err.Error()
-			r.add(row)
-		} else {
-			r.add(latencyRow(row, lat))
-		}
+		r.add(latencyResult(Row{Section: Pickup, Impl: "dbq", Strategy: s, Case: "idle"}, lat, err))
 		e.close(ctx)
 	}
 	return nil

@@ -33,16 +33,31 @@
 // the selected jobs. Follow ends the first time it finds the source empty,
 // so point producers elsewhere before relying on it.
 //
-// A job is verified as it moves: the destination reads each job of a batch
-// back inside its transaction, and a checksum of (queue, payload,
-// priority, run_at) is summed on each side. A destination job that has a
-// moved job's key but other contents (a job of the destination's own, even
+// # Verification
+//
+// A job is checked as it moves: the destination reads each job of a batch
+// back inside its transaction, and one that has a moved job's key but
+// another queue, payload or priority (a job of the destination's own, even
 // one a producer commits while the import runs) is a conflict: the source
-// job stays where it is and the run reports it. A job an interrupted run
-// stored is compared on queue, payload and priority only, since workers on
-// the destination may have retried it since. A dedupe key the destination
-// cannot store (PostgreSQL and SQL Server keep keys as text: no NUL, valid
-// UTF-8) is rejected the same way, job by job, when its batch is moved.
+// job stays where it is and the run reports it. A dedupe key the
+// destination cannot store (PostgreSQL and SQL Server keep keys as text:
+// no NUL, valid UTF-8) is rejected the same way, job by job.
+//
+// When the last pass ends, the run verifies what the destination really
+// holds: it reads every job it deleted on the source back from the
+// destination by key, outside any batch, and compares it with the job as
+// the source held it — the destination id the import stored it under, and
+// the Checksum of its queue, payload bytes, priority, run_at, attempt,
+// max_attempts, state, last_error and created_at. A job that differs is a
+// mismatch (the run fails with ErrMismatch, naming the fields), unless its
+// queue, payload, priority, max_attempts and created_at are the source's
+// and a worker on the destination has taken it since: it is held, or
+// retried or snoozed (a later attempt or run_at). Those are counted as
+// Worked, and jobs no longer there (completed or cancelled on the
+// destination) as Gone. The report sums both sides: the source's jobs as
+// exported, the destination's as read back. For this the run keeps about
+// 150 bytes per moved job in memory (more for jobs with long dedupe keys of
+// their own), and reads each moved job once more, in chunks of 1,000.
 //
 // Moved jobs that had no dedupe key keep the synthesized one on the
 // destination; it only keeps them unique there.
@@ -64,6 +79,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dbqueue/dbq/dialect"
@@ -81,8 +97,8 @@ var (
 	// ErrTooLarge: a source job holds a payload or dedupe key larger than
 	// the destination stores.
 	ErrTooLarge = errors.New("dbq move: a job is too large for the destination")
-	// ErrMismatch: the checksums of the moved jobs differ between the
-	// sides, or jobs were left in conflict.
+	// ErrMismatch: a moved job is not on the destination as the source
+	// held it, or jobs were left in conflict or rejected.
 	ErrMismatch = errors.New("dbq move: moved jobs do not match")
 )
 
@@ -127,15 +143,20 @@ type Progress struct {
 	Elapsed time.Duration
 }
 
-// Side sums one side of a move: the jobs as exported, or as stored.
+// Side sums one side of a move: on the source, the jobs the run deleted
+// there, as exported; on the destination, those jobs as the verification
+// read them back (none for a job gone from it).
 type Side struct {
-	Identity  string `json:"identity"`
-	Jobs      int64  `json:"jobs"`
-	Ready     int64  `json:"ready"`
-	Scheduled int64  `json:"scheduled"`
-	Dead      int64  `json:"dead"`
-	// Checksum sums a hash of (queue, payload, priority, run_at in µs) per
-	// job; the order of jobs does not matter.
+	Identity string `json:"identity"`
+	Jobs     int64  `json:"jobs"`
+	// Ready and Scheduled count ready jobs whose run_at was before or after
+	// the move began; Held, jobs a destination worker held when read back.
+	Ready     int64 `json:"ready"`
+	Scheduled int64 `json:"scheduled"`
+	Dead      int64 `json:"dead"`
+	Held      int64 `json:"held,omitempty"`
+	// Checksum sums Checksum over the jobs; the order of jobs does not
+	// matter.
 	Checksum string `json:"checksum"`
 	sum      uint64
 }
@@ -154,6 +175,14 @@ type Report struct {
 	// Server). Both make the run unverified.
 	Conflicts int64 `json:"conflicts"`
 	Rejected  int64 `json:"rejected"`
+	// Mismatched counts moved jobs the destination does not hold as the
+	// source held them; it makes the run unverified. Worked counts moved
+	// jobs destination workers have held, retried or snoozed since, and
+	// Gone those no longer on the destination (completed or cancelled
+	// there): they are compared on what no worker changes.
+	Mismatched int64 `json:"mismatched"`
+	Worked     int64 `json:"worked"`
+	Gone       int64 `json:"gone"`
 	// Left counts the selected jobs still on the source at the end, Held
 	// those of them workers held.
 	Left   int64 `json:"left"`
@@ -167,9 +196,15 @@ type Report struct {
 	JobsPerSecond  float64       `json:"jobs_per_second"`
 }
 
-// Verified reports whether both sides sum alike and nothing conflicted.
+// Verified reports whether every moved job was found on the destination
+// as the source held it (or as destination workers left it), and nothing
+// conflicted or was rejected. When destination workers touched no moved
+// job, both sides' counts and checksums are then equal.
 func (r *Report) Verified() bool {
-	return r.Source.Jobs == r.Destination.Jobs && r.Source.sum == r.Destination.sum && r.Conflicts == 0 && r.Rejected == 0
+	if r.Mismatched != 0 || r.Conflicts != 0 || r.Rejected != 0 || r.Source.Jobs != r.Destination.Jobs+r.Gone {
+		return false
+	}
+	return r.Worked+r.Gone > 0 || r.Source.sum == r.Destination.sum
 }
 
 // Run moves jobs from src to dst as opts says and reports what it did.
@@ -199,6 +234,8 @@ type mover struct {
 	limits     queue.MoveLimits
 	conflicted map[int64]bool // source jobs left in place: a conflict or a rejected key
 	rejected   map[int64]bool
+	moved      []movedJob // every job deleted on the source, to verify
+	mismatches []string   // the first few mismatches, for the error
 	log        *slog.Logger
 }
 
@@ -356,13 +393,20 @@ func (m *mover) run(ctx context.Context) (*Report, error) {
 		case <-t.C:
 		}
 	}
+	if err := m.verify(ctx); err != nil {
+		return &m.report, err
+	}
 	if m.report.Left, m.report.Held, err = m.count(ctx); err != nil {
 		return &m.report, err
 	}
-	if !m.report.Verified() {
-		return &m.report, fmt.Errorf("%w: source %d jobs, checksum %s; destination %d jobs, checksum %s; %d conflicts, %d keys rejected",
-			ErrMismatch, m.report.Source.Jobs, sumHex(m.report.Source.sum), m.report.Destination.Jobs,
-			sumHex(m.report.Destination.sum), m.report.Conflicts, m.report.Rejected)
+	if r := &m.report; !r.Verified() {
+		var detail string
+		if len(m.mismatches) > 0 {
+			detail = " (" + strings.Join(m.mismatches, "; ") + ")"
+		}
+		return r, fmt.Errorf("%w: %d moved jobs differ on the destination%s; source %d jobs, checksum %s; destination %d jobs, checksum %s, %d gone; %d conflicts, %d keys rejected",
+			ErrMismatch, r.Mismatched, detail, r.Source.Jobs, sumHex(r.Source.sum), r.Destination.Jobs,
+			sumHex(r.Destination.sum), r.Gone, r.Conflicts, r.Rejected)
 	}
 	return &m.report, nil
 }
@@ -403,7 +447,6 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 	if len(jobs) == 0 {
 		return 0, b.Cursor(), nil
 	}
-	now := time.Now()
 	out := make([]*queue.Job, 0, len(jobs))
 	sent := make([]*queue.Job, 0, len(jobs)) // the source jobs of out
 	for _, j := range jobs {
@@ -427,7 +470,8 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 		}
 	}
 	done := make([]int64, 0, len(jobs))
-	var src, dst Side
+	kept := make([]movedJob, 0, len(jobs))
+	var src Side
 	var moved, found int64
 	for i, j := range sent {
 		s := stored[i]
@@ -444,15 +488,13 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 		}
 		delete(m.conflicted, j.ID)
 		done = append(done, j.ID)
-		src.add(j, now)
+		k := m.keep(j, out[i].DedupeKey, s.Job.ID)
+		src.add(j, k.sum, m.start)
+		kept = append(kept, k)
 		if s.New {
 			moved++
-			dst.add(s.Job, now)
 		} else {
-			// Found from an interrupted run: destination workers may have
-			// retried it since (a new run_at), so its fields as moved count.
-			found++
-			dst.add(j, now)
+			found++ // stored by an interrupted run
 		}
 	}
 	if err := b.Commit(ctx, done); err != nil {
@@ -465,7 +507,7 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 	r.Found += found
 	r.Conflicts, r.Rejected = int64(len(m.conflicted)), int64(len(m.rejected))
 	r.Source.merge(src)
-	r.Destination.merge(dst)
+	m.moved = append(m.moved, kept...)
 	if m.opts.Progress != nil {
 		m.opts.Progress(Progress{Moved: r.Moved + r.Found, Total: m.total, Elapsed: time.Since(m.start)})
 	}
@@ -478,17 +520,20 @@ func sameJob(a, b *queue.Job) bool {
 	return a.Queue == b.Queue && a.Priority == b.Priority && string(a.Payload) == string(b.Payload)
 }
 
-func (s *Side) add(j *queue.Job, now time.Time) {
+// add counts job j, whose Checksum is sum.
+func (s *Side) add(j *queue.Job, sum uint64, start time.Time) {
 	s.Jobs++
 	switch {
 	case j.State == queue.StateDead:
 		s.Dead++
-	case j.RunAt.After(now):
+	case j.State == queue.StateClaimed:
+		s.Held++
+	case j.RunAt.After(start):
 		s.Scheduled++
 	default:
 		s.Ready++
 	}
-	s.sum += Checksum(j)
+	s.sum += sum
 }
 
 func (s *Side) merge(o Side) {
@@ -496,25 +541,36 @@ func (s *Side) merge(o Side) {
 	s.Ready += o.Ready
 	s.Scheduled += o.Scheduled
 	s.Dead += o.Dead
+	s.Held += o.Held
 	s.sum += o.sum
 }
 
-// Checksum is the hash a move sums per job: the first 8 bytes of SHA-256
-// over queue, payload, priority and run_at in UTC microseconds, each
-// length-prefixed.
+// Checksum is the hash a move compares and sums per job: the first 8
+// bytes of SHA-256 over its queue, payload, priority, run_at (UTC
+// microseconds), attempt, max_attempts, state, last_error (as valid text:
+// NULs dropped, invalid UTF-8 replaced, as text columns store it) and
+// created_at (UTC microseconds), each length-prefixed. The id and the
+// dedupe key, which a move changes or looks jobs up by, are not in it.
 func Checksum(j *queue.Job) uint64 {
 	h := sha256.New()
 	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(j.Queue)))
-	h.Write(n[:])
-	h.Write([]byte(j.Queue))
-	binary.BigEndian.PutUint64(n[:], uint64(len(j.Payload)))
-	h.Write(n[:])
-	h.Write(j.Payload)
-	binary.BigEndian.PutUint64(n[:8], uint64(int64(j.Priority)))
-	h.Write(n[:])
-	binary.BigEndian.PutUint64(n[:], uint64(j.RunAt.UnixMicro()))
-	h.Write(n[:])
+	num := func(v int64) {
+		binary.BigEndian.PutUint64(n[:], uint64(v))
+		h.Write(n[:])
+	}
+	bytes := func(b []byte) {
+		num(int64(len(b)))
+		h.Write(b)
+	}
+	bytes([]byte(j.Queue))
+	bytes(j.Payload)
+	num(int64(j.Priority))
+	num(j.RunAt.UnixMicro())
+	num(int64(j.Attempt))
+	num(int64(j.MaxAttempts))
+	bytes([]byte(j.State))
+	bytes([]byte(movekit.ValidText(j.LastError)))
+	num(j.CreatedAt.UnixMicro())
 	return binary.BigEndian.Uint64(h.Sum(nil))
 }
 

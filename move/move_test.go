@@ -30,8 +30,8 @@ type endpoint struct {
 }
 
 // fresh makes a migrated, empty jobs table of dialect d with its own
-// prefix (a file of its own for SQLite), or skips the test when d does not
-// answer.
+// prefix (a file of its own for SQLite), dropped at cleanup, or skips the
+// test when d does not answer.
 func fresh(t *testing.T, d dialect.Name) endpoint {
 	t.Helper()
 	ctx := context.Background()
@@ -46,19 +46,7 @@ func fresh(t *testing.T, d dialect.Name) endpoint {
 	if err != nil {
 		dbtest.Unreachable(t, d, err)
 	}
-	defer db.Close()
-	if _, err := p.Up(ctx); err != nil {
-		dbtest.Unreachable(t, d, err)
-	}
-	t.Cleanup(func() {
-		p, db, err := dbq.Migrator(context.Background(), e.dsn, e.cfg)
-		if err == nil {
-			_, _ = p.DownTo(context.Background(), 0)
-			n := e.cfg.Names()
-			_, _ = db.Exec("DROP TABLE IF EXISTS " + n.Qualified(d, n.Prefix+"schema_version"))
-			db.Close()
-		}
-	})
+	dbtest.MigrateUp(t, d, p, db, e.cfg.Names())
 	return e
 }
 
@@ -652,5 +640,130 @@ func TestMoveRejectsKeysTheDestinationCannotStore(t *testing.T) {
 	}
 	if left := snapshot(t, src); len(left) != 1 || left[0].payload != "bad key" {
 		t.Fatalf("source holds %+v, want the job with the bad key", left)
+	}
+}
+
+// TestMoveVerifiesTheDestination: a payload changed on the destination
+// between two batches of a move, through another connection, fails the
+// run's verification with ErrMismatch naming the job and the field; the
+// sides' checksums differ.
+func TestMoveVerifiesTheDestination(t *testing.T) {
+	for _, p := range [][2]dialect.Name{
+		{dialect.SQLite, dialect.Postgres}, {dialect.Postgres, dialect.MySQL}, {dialect.MySQL, dialect.SQLite},
+	} {
+		from, to := p[0], p[1]
+		t.Run(fmt.Sprintf("%s_to_%s", from, to), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			b := fresh(t, to)
+			src, dst := fresh(t, from).open(t), b.open(t)
+			fill(t, src, 300)
+			_, db, err := dbq.Migrator(ctx, b.dsn, b.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			n := b.cfg.Names()
+			table := n.Qualified(to, n.Jobs())
+			arg := "?"
+			if to == dialect.Postgres {
+				arg = "$1"
+			}
+			var corrupted int64
+			corrupt := func(move.Progress) {
+				if corrupted != 0 {
+					return
+				}
+				if err := db.QueryRowContext(ctx, "SELECT min(id) FROM "+table).Scan(&corrupted); err != nil {
+					t.Errorf("find a moved job: %v", err)
+					return
+				}
+				if _, err := db.ExecContext(ctx, "UPDATE "+table+" SET payload = "+arg+" WHERE id = "+fmt.Sprint(corrupted),
+					[]byte("corrupted")); err != nil {
+					t.Errorf("corrupt job %d: %v", corrupted, err)
+				}
+			}
+			rep, err := move.Run(ctx, src, dst, move.Options{Batch: 50, Progress: corrupt, Logger: quiet})
+			if corrupted == 0 {
+				t.Fatal("the move never reached the hook between batches")
+			}
+			want := fmt.Sprintf("is destination job %d: its payload differ", corrupted)
+			if !errors.Is(err, move.ErrMismatch) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("move = %v; want ErrMismatch saying %q", err, want)
+			}
+			if rep.Verified() || rep.Mismatched != 1 || rep.Moved != 300 || rep.Left != 0 ||
+				rep.Source.Jobs != 300 || rep.Destination.Jobs != 300 || rep.Source.Checksum == rep.Destination.Checksum {
+				t.Fatalf("report %+v: want 300 moved, 1 mismatched, unverified, checksums that differ", rep)
+			}
+		})
+	}
+}
+
+// TestMoveVerifiesWorkedJobs: moved jobs that a destination worker
+// retries, holds or completes between two batches are what workers do, not
+// mismatches: the run verifies, counting them as worked and gone.
+func TestMoveVerifiesWorkedJobs(t *testing.T) {
+	ctx := context.Background()
+	src, dst := fresh(t, dialect.MySQL).open(t), fresh(t, dialect.Postgres).open(t)
+	fill(t, src, 300)
+	c, err := dst.NewClaimer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var work func(move.Progress)
+	work = func(move.Progress) {
+		work = func(move.Progress) {}
+		jobs, err := c.Claim(ctx, "alpha", 3)
+		if err != nil || len(jobs) != 3 {
+			t.Errorf("claim on the destination: %v, %v", jobs, err)
+			return
+		}
+		if err := c.Retry(ctx, []queue.RetryParams{{Lease: jobs[0].Lease(), Error: "again", Delay: time.Hour}}); err != nil {
+			t.Error(err)
+		}
+		if err := c.Complete(ctx, []queue.Lease{jobs[1].Lease()}); err != nil {
+			t.Error(err)
+		}
+		// jobs[2] stays held to the end.
+	}
+	rep, err := move.Run(ctx, src, dst, move.Options{Batch: 50, Progress: func(p move.Progress) { work(p) }, Logger: quiet})
+	if err != nil || !rep.Verified() {
+		t.Fatalf("move = %+v, %v; want verified", rep, err)
+	}
+	if rep.Moved != 300 || rep.Gone != 1 || rep.Worked < 1 || rep.Mismatched != 0 || rep.Source.Jobs != rep.Destination.Jobs+1 {
+		t.Fatalf("report %+v: want 300 moved, 1 gone, the retried job worked, none mismatched", rep)
+	}
+}
+
+// TestChecksumCoversEveryField: changing any field a move keeps changes a
+// job's Checksum; the id and dedupe key, which a move changes, do not.
+func TestChecksumCoversEveryField(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	base := queue.Job{ID: 1, Queue: "q", Payload: []byte("p"), Priority: 1, RunAt: at, Attempt: 1, MaxAttempts: 5,
+		State: queue.StateReady, LastError: "e", DedupeKey: "k", CreatedAt: at}
+	sum := move.Checksum(&base)
+	for name, change := range map[string]func(j *queue.Job){
+		"queue":         func(j *queue.Job) { j.Queue = "r" },
+		"payload":       func(j *queue.Job) { j.Payload = []byte("P") },
+		"payload bytes": func(j *queue.Job) { j.Payload = []byte("p\x00") },
+		"priority":      func(j *queue.Job) { j.Priority = 2 },
+		"run_at":        func(j *queue.Job) { j.RunAt = at.Add(time.Microsecond) },
+		"attempt":       func(j *queue.Job) { j.Attempt = 2 },
+		"max_attempts":  func(j *queue.Job) { j.MaxAttempts = 6 },
+		"state":         func(j *queue.Job) { j.State = queue.StateDead },
+		"last_error":    func(j *queue.Job) { j.LastError = "f" },
+		"created_at":    func(j *queue.Job) { j.CreatedAt = at.Add(time.Microsecond) },
+	} {
+		j := base
+		change(&j)
+		if move.Checksum(&j) == sum {
+			t.Errorf("changing %s leaves the checksum %x", name, sum)
+		}
+	}
+	j := base
+	j.ID, j.DedupeKey = 2, "dbq-move:x:1"
+	if move.Checksum(&j) != sum {
+		t.Error("the id or dedupe key changes the checksum")
 	}
 }

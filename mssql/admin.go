@@ -32,13 +32,17 @@ const retryDeadBatch = 1000
 // deadlock victim) or the caller's *sql.Tx, inside a savepoint as for
 // Enqueue, so that a failure leaves it usable. In the caller's
 // transaction the key stays locked until it ends: a Complete of the job
-// found, or another enqueue of the key, waits for that.
+// found, or another enqueue of the key, waits for that. A key that is not
+// valid UTF-8 gives queue.ErrInvalidJob before anything is sent (checkKey).
 func (d *Driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (int64, bool, error) {
 	if d.closed.Load() {
 		return 0, false, queue.ErrClosed
 	}
 	if job.DedupeKey == "" {
 		return 0, false, fmt.Errorf("%w: EnqueueUnique needs a DedupeKey", queue.ErrInvalidJob)
+	}
+	if err := checkKey(job.DedupeKey); err != nil {
+		return 0, false, err
 	}
 	switch tx := tx.(type) {
 	case nil:

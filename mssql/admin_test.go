@@ -2,6 +2,7 @@ package mssql
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -408,5 +409,48 @@ func TestAdminNotMigrated(t *testing.T) {
 	}
 	if _, _, err := q.EnqueueUnique(ctx, nil, queue.NewJob{Queue: "q", DedupeKey: "k"}); !errors.Is(err, queue.ErrNotMigrated) {
 		t.Errorf("EnqueueUnique: %v", err)
+	}
+}
+
+// TestInvalidUTF8KeysRefused: a dedupe key that is not valid UTF-8, which
+// NVARCHAR would store altered (each bad byte as U+FFFD), is refused with
+// queue.ErrInvalidJob by Enqueue and EnqueueUnique, in the driver's own
+// transaction or the caller's, before any statement is sent; a valid key
+// outside ASCII is sent as it is.
+func TestInvalidUTF8KeysRefused(t *testing.T) {
+	ctx := context.Background()
+	q, d, f := newFakeQueue(t, Config{}, answerOK)
+	db := d.db
+	for _, key := range []string{"k\xff", "\xc3\x28", "ok-then-\xed\xa0\x80"} {
+		bad := queue.NewJob{Queue: "q", Payload: []byte("x"), DedupeKey: key}
+		if _, err := q.Enqueue(ctx, queue.NewJob{Queue: "q"}, bad); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("Enqueue with key %q: %v, want ErrInvalidJob", key, err)
+		}
+		if _, _, err := q.EnqueueUnique(ctx, nil, bad); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("EnqueueUnique with key %q: %v, want ErrInvalidJob", key, err)
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.EnqueueTx(ctx, tx, bad); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("EnqueueTx with key %q: %v, want ErrInvalidJob", key, err)
+		}
+		if _, _, err := q.EnqueueUnique(ctx, tx, bad); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("EnqueueUnique in a tx with key %q: %v, want ErrInvalidJob", key, err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sent := f.statements(); len(sent) != 0 {
+		t.Fatalf("sent %d statements for refused keys, first %q", len(sent), sent[0].query)
+	}
+	if _, err := q.Enqueue(ctx, queue.NewJob{Queue: "q", DedupeKey: "ключ-☃"}); err != nil {
+		t.Fatalf("Enqueue with a valid UTF-8 key: %v", err)
+	}
+	sent := f.named(sqlEnqueue)
+	if len(sent) != 1 || sent[0].args["dk0"] != (sql.NullString{String: "ключ-☃", Valid: true}) {
+		t.Fatalf("enqueue sent %+v; want one statement with the key as given", sent)
 	}
 }

@@ -207,10 +207,22 @@ func rcsiDatabase(t *testing.T) func() *sql.DB {
 	ctx := liveCtx(t)
 	name := dbtest.UniqueName("dbq_rcsi")
 	q := dialect.Quote(dialect.MSSQL, name)
-	for _, stmt := range []string{"CREATE DATABASE " + q, "ALTER DATABASE " + q + " SET READ_COMMITTED_SNAPSHOT ON WITH ROLLBACK IMMEDIATE"} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+q); err != nil {
+		t.Fatalf("CREATE DATABASE %s: %v", q, err)
+	}
+	// Dropped even when a later step fails; registered first, so it runs
+	// after the cleanup that closes rdb.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, stmt := range []string{"ALTER DATABASE " + q + " SET SINGLE_USER WITH ROLLBACK IMMEDIATE", "DROP DATABASE " + q} {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				t.Errorf("%s: %v", stmt, err)
+			}
 		}
+	})
+	if _, err := db.ExecContext(ctx, "ALTER DATABASE "+q+" SET READ_COMMITTED_SNAPSHOT ON WITH ROLLBACK IMMEDIATE"); err != nil {
+		t.Fatalf("read committed snapshot on %s: %v", q, err)
 	}
 	u, err := url.Parse(dbtest.DSN(dialect.MSSQL))
 	if err != nil {
@@ -223,16 +235,7 @@ func rcsiDatabase(t *testing.T) func() *sql.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		rdb.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, stmt := range []string{"ALTER DATABASE " + q + " SET SINGLE_USER WITH ROLLBACK IMMEDIATE", "DROP DATABASE " + q} {
-			if _, err := db.ExecContext(ctx, stmt); err != nil {
-				t.Errorf("%s: %v", stmt, err)
-			}
-		}
-	})
+	t.Cleanup(func() { rdb.Close() })
 	var on bool
 	if err := rdb.QueryRowContext(ctx, "SELECT is_read_committed_snapshot_on FROM sys.databases WHERE name = DB_NAME()").Scan(&on); err != nil || !on {
 		t.Fatalf("read committed snapshot on: %v, %v", on, err)

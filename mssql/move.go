@@ -411,8 +411,26 @@ func (d *Driver) existingKeys(ctx context.Context, tx *sql.Tx, keys []moveKey) (
 	return out, nil
 }
 
-// storedByKey reads the stored jobs with keys.
-func (d *Driver) storedByKey(ctx context.Context, tx *sql.Tx, keys []moveKey) ([]*queue.Job, error) {
+// Stored implements queue.Mover with stored.sql, outside a transaction. A
+// job that moves between jobs and jobs_inflight (claimed, released) while
+// the statement runs may be missed; package move reads a missing key again.
+func (d *Driver) Stored(ctx context.Context, keys []queue.JobKey) ([]*queue.Job, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	mk := make([]moveKey, len(keys))
+	for i, k := range keys {
+		mk[i] = moveKey{k.Queue, k.DedupeKey}
+	}
+	out, err := d.storedByKey(ctx, d.db, mk)
+	if err != nil {
+		return nil, classify("stored", d.dedupe, err)
+	}
+	return out, nil
+}
+
+// storedByKey reads the stored jobs with keys, in tx or on the pool.
+func (d *Driver) storedByKey(ctx context.Context, tx dialect.Querier, keys []moveKey) ([]*queue.Job, error) {
 	stmt, err := d.moveSQL(sqlMoveStored)
 	if err != nil {
 		return nil, err

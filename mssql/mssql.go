@@ -166,8 +166,14 @@ const enqueueChunk = 250
 
 // Enqueue inserts jobs in one transaction — the caller's *sql.Tx, inside a
 // savepoint so a failure leaves the caller's transaction usable, or its own
-// — and returns their ids in order.
+// — and returns their ids in order. A dedupe key that is not valid UTF-8
+// gives queue.ErrInvalidJob before anything is sent (see checkKey).
 func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]int64, error) {
+	for i, j := range jobs {
+		if err := checkKey(j.DedupeKey); err != nil {
+			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
+	}
 	switch tx := tx.(type) {
 	case nil:
 		own, err := d.db.BeginTx(ctx, nil)
@@ -195,6 +201,18 @@ func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]in
 		return ids, nil
 	}
 	return nil, fmt.Errorf("%w: %T (the mssql dialect takes a *sql.Tx)", queue.ErrUnsupportedTx, tx)
+}
+
+// checkKey refuses a dedupe key that is not valid UTF-8. The key column is
+// NVARCHAR: the driver sends a Go string as UTF-16, replacing each invalid
+// byte with U+FFFD, so such a key would be stored altered — and two keys
+// that differ only in invalid bytes would collide. Queue names are already
+// plain ASCII (dialect.ValidateQueue).
+func checkKey(key string) error {
+	if !utf8.ValidString(key) {
+		return fmt.Errorf("%w: DedupeKey %q is not valid UTF-8, which SQL Server's NVARCHAR would store altered", queue.ErrInvalidJob, key)
+	}
+	return nil
 }
 
 func (d *Driver) enqueue(ctx context.Context, tx *sql.Tx, jobs []queue.NewJob) ([]int64, error) {

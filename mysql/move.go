@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/internal/movekit"
 	"github.com/dbqueue/dbq/queue"
 )
@@ -228,7 +229,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 		return nil, d.classify("import", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	before, err := d.storedByKey(ctx, tx, jobs)
+	before, err := d.storedByKey(ctx, tx, jobKeys(jobs))
 	if err != nil {
 		return nil, d.classify("import", err)
 	}
@@ -263,7 +264,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 	if err := flush(); err != nil {
 		return nil, d.classify("import", err)
 	}
-	stored, err := d.storedByKey(ctx, tx, jobs)
+	stored, err := d.storedByKey(ctx, tx, jobKeys(jobs))
 	if err != nil {
 		return nil, d.classify("import", err)
 	}
@@ -313,21 +314,42 @@ func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job)
 	return err
 }
 
-// storedByKey reads the stored jobs with the queues and keys of jobs, one
-// statement per queue so that each is a range of the dedupe index.
-func (d *Driver) storedByKey(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) ([]*queue.Job, error) {
+// Stored implements queue.Mover with storedByKey, outside a transaction.
+func (d *Driver) Stored(ctx context.Context, keys []queue.JobKey) ([]*queue.Job, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	out, err := d.storedByKey(ctx, d.db, keys)
+	if err != nil {
+		return nil, d.classify("stored", err)
+	}
+	return out, nil
+}
+
+// jobKeys are the (queue, dedupe key) of jobs.
+func jobKeys(jobs []*queue.Job) []queue.JobKey {
+	keys := make([]queue.JobKey, len(jobs))
+	for i, j := range jobs {
+		keys[i] = queue.JobKey{Queue: j.Queue, DedupeKey: j.DedupeKey}
+	}
+	return keys
+}
+
+// storedByKey reads the stored jobs with keys, one statement per queue so
+// that each is a range of the dedupe index.
+func (d *Driver) storedByKey(ctx context.Context, db dialect.Querier, keys []queue.JobKey) ([]*queue.Job, error) {
 	byQueue := map[string][]any{}
 	var order []string
-	for _, j := range jobs {
-		if _, ok := byQueue[j.Queue]; !ok {
-			order = append(order, j.Queue)
+	for _, k := range keys {
+		if _, ok := byQueue[k.Queue]; !ok {
+			order = append(order, k.Queue)
 		}
-		byQueue[j.Queue] = append(byQueue[j.Queue], []byte(j.DedupeKey))
+		byQueue[k.Queue] = append(byQueue[k.Queue], []byte(k.DedupeKey))
 	}
 	var out []*queue.Job
 	for _, q := range order {
 		keys := byQueue[q]
-		rows, err := tx.QueryContext(ctx, `SELECT `+moveColumns+` FROM `+d.stmts.base.Jobs+
+		rows, err := db.QueryContext(ctx, `SELECT `+moveColumns+` FROM `+d.stmts.base.Jobs+
 			` WHERE queue = ? AND dedupe_key IN (`+placeholders(len(keys))+`)`, append([]any{q}, keys...)...)
 		if err != nil {
 			return nil, err

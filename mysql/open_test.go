@@ -61,7 +61,12 @@ func TestSchemaConfig(t *testing.T) {
 	t.Parallel()
 	_, dsn := newDatabase(t)
 	schema := dbtest.UniqueName("dbq_my_schema")
-	t.Cleanup(func() { admin(t).Exec("DROP DATABASE IF EXISTS " + dialect.Quote(dialect.MySQL, schema)) })
+	a := admin(t)
+	t.Cleanup(func() {
+		if _, err := a.Exec("DROP DATABASE IF EXISTS " + dialect.Quote(dialect.MySQL, schema)); err != nil {
+			t.Errorf("drop database %s: %v", schema, err)
+		}
+	})
 	cfg := Config{Config: queue.Config{Schema: schema, Prefix: "app_"}}
 	q, d := openQueueOn(t, dsn, cfg, true)
 	ctx := context.Background()

@@ -290,22 +290,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 		if err != nil {
 			return err
 		}
-		stored, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) {
-			var (
-				j        queue.Job
-				lastErr  pgtype.Text
-				attempt  int32
-				maxTries int32
-				state    string
-			)
-			err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &attempt, &maxTries, &state,
-				&lastErr, &j.DedupeKey, &j.CreatedAt)
-			j.Attempt, j.MaxAttempts, j.State, j.LastError = int(attempt), int(maxTries), queue.State(state), lastErr.String
-			if j.Payload == nil {
-				j.Payload = []byte{}
-			}
-			return &j, err
-		})
+		stored, err := collectStored(rows)
 		if err != nil {
 			return err
 		}
@@ -322,6 +307,50 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 	})
 	if err != nil {
 		return nil, failed(ctx, "import", err)
+	}
+	return out, nil
+}
+
+// collectStored reads rows of moveStoredSQL.
+func collectStored(rows pgx.Rows) ([]*queue.Job, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) {
+		var (
+			j        queue.Job
+			lastErr  pgtype.Text
+			attempt  int32
+			maxTries int32
+			state    string
+		)
+		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &attempt, &maxTries, &state,
+			&lastErr, &j.DedupeKey, &j.CreatedAt)
+		j.Attempt, j.MaxAttempts, j.State, j.LastError = int(attempt), int(maxTries), queue.State(state), lastErr.String
+		if j.Payload == nil {
+			j.Payload = []byte{}
+		}
+		return &j, err
+	})
+}
+
+// Stored implements queue.Mover with moveStoredSQL, outside a transaction.
+// A job an advisory claimer holds reads as it is stored: ready.
+func (d *Driver) Stored(ctx context.Context, keys []queue.JobKey) ([]*queue.Job, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	queues, dedupe := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		queues[i], dedupe[i] = k.Queue, k.DedupeKey
+	}
+	rows, err := d.pool.Query(ctx, d.moveSQL(moveStoredSQL), queues, dedupe)
+	if err != nil {
+		return nil, interpret("stored", err)
+	}
+	out, err := collectStored(rows)
+	if err != nil {
+		return nil, interpret("stored", err)
 	}
 	return out, nil
 }

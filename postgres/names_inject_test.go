@@ -148,7 +148,9 @@ func TestMixedCaseSchemaMigrates(t *testing.T) {
 	pool := testPool(t)
 	schema := dbtest.UniqueName("Odd_Schema")
 	t.Cleanup(func() {
-		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+dialect.Quote(dialect.Postgres, schema)+" CASCADE")
+		if _, err := pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+dialect.Quote(dialect.Postgres, schema)+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
 	})
 	tables := func(prefix string) int {
 		t.Helper()

@@ -30,6 +30,17 @@ type Mover interface {
 	// Limits gives the largest payload and dedupe key, in bytes, the table
 	// can store.
 	Limits(ctx context.Context) (MoveLimits, error)
+	// Stored reads, outside any batch, the stored jobs (held ones too, in
+	// state claimed where the dialect marks them) that have the queue and
+	// dedupe key of one of keys, in no particular order; a key no job has
+	// is left out. Package move reads every job it moved back with it to
+	// verify the destination.
+	Stored(ctx context.Context, keys []JobKey) ([]*Job, error)
+}
+
+// JobKey names a job by its queue and dedupe key, unique per table.
+type JobKey struct {
+	Queue, DedupeKey string
 }
 
 // ExportFilter selects the jobs a [Mover] exports. Held jobs are never

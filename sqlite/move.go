@@ -254,28 +254,57 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 				added = append(added, id)
 			}
 		}
-		sel, err := r.tx.PrepareContext(ctx, d.moveSQL(moveStoredSQL))
-		if err != nil {
-			return interpret(err)
+		keys := make([]queue.JobKey, len(jobs))
+		for i, j := range jobs {
+			keys[i] = queue.JobKey{Queue: j.Queue, DedupeKey: j.DedupeKey}
 		}
-		defer sel.Close()
-		stored := make([]*queue.Job, 0, len(jobs))
-		for _, j := range jobs {
-			rows, err := sel.QueryContext(ctx, j.Queue, j.DedupeKey)
-			if err != nil {
-				return interpret(err)
-			}
-			got, err := scanMoved(rows)
-			if err != nil {
-				return interpret(err)
-			}
-			stored = append(stored, got...)
+		stored, err := d.storedByKey(ctx, r.tx, keys)
+		if err != nil {
+			return err
 		}
 		out, err = movekit.Match("sqlite", jobs, stored, movekit.IDSet(added))
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// Stored implements queue.Mover: moveStoredSQL once per key, outside a
+// transaction.
+func (d *Driver) Stored(ctx context.Context, keys []queue.JobKey) ([]*queue.Job, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	var out []*queue.Job
+	err := retry(ctx, func() (err error) {
+		out, err = d.storedByKey(ctx, d.db, keys)
+		return err
+	})
+	return out, err
+}
+
+// storedByKey runs moveStoredSQL once per key, in a transaction or not.
+func (d *Driver) storedByKey(ctx context.Context, db interface {
+	PrepareContext(context.Context, string) (*sql.Stmt, error)
+}, keys []queue.JobKey) ([]*queue.Job, error) {
+	sel, err := db.PrepareContext(ctx, d.moveSQL(moveStoredSQL))
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer sel.Close()
+	out := make([]*queue.Job, 0, len(keys))
+	for _, k := range keys {
+		rows, err := sel.QueryContext(ctx, k.Queue, k.DedupeKey)
+		if err != nil {
+			return nil, interpret(err)
+		}
+		got, err := scanMoved(rows)
+		if err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, got...)
 	}
 	return out, nil
 }

@@ -22,10 +22,11 @@ func benchCmd(g *globals) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure enqueue, drain, claim latency, pickup and steady state against raw SQL",
+		Short: "Measure enqueue, drain, claim-and-complete latency, pickup and steady state against raw SQL",
 		Long: `bench measures the queue in --dsn, each figure beside its raw-SQL floor (the same
 database work as the plainest SQL loop): enqueue, drain of N pre-filled jobs per
-worker count and claim strategy, claim latency by table depth, pickup latency on
+worker count and claim strategy, the latency of claiming and completing one job
+by table depth (the floor: one DELETE of a ready row), pickup latency on
 an idle queue, and steady-state throughput. It works on tables of its own
 (a unique prefix) and drops them afterwards. --quick is a small smoke run.`,
 		Args: cobra.NoArgs,
@@ -107,7 +108,7 @@ an idle queue, and steady-state throughput. It works on tables of its own
 	f.IntVar(&cfg.EnqueueJobs, "enqueue-jobs", 0, "jobs per enqueue cell (default 10000)")
 	f.IntSliceVar(&cfg.DepthSizes, "depth", nil, "ready-job counts for claim latency (default 10000,1000000)")
 	f.IntVar(&cfg.DepthFuture, "future", 0, "future jobs ahead of the ready ones in the last depth cell (default 1000000)")
-	f.IntVar(&cfg.Samples, "samples", 0, "claims timed per depth cell (default 500; pickup times a tenth)")
+	f.IntVar(&cfg.Samples, "samples", 0, "claim-and-complete steps timed per depth cell (default 500; pickup times a tenth)")
 	f.IntVar(&cfg.SteadyTotal, "steady-total", 0, "jobs worked in the steady-state section (default 1000000)")
 	f.IntVar(&cfg.SteadyWindow, "steady-window", 0, "first and last window compared there (default 100000)")
 	f.StringVar(&plotFile, "plot", "", "draw drain throughput vs workers to this file (.png, .svg)")

@@ -8,7 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dbqueue/dbq"
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/internal/dbtest"
 	"github.com/dbqueue/dbq/move"
 	"github.com/dbqueue/dbq/queue"
 )
@@ -61,5 +65,126 @@ func TestMoveCommand(t *testing.T) {
 	src, dst := stats(t, []string{"--dsn", from}), stats(t, []string{"--dsn", to})
 	if len(src) != 0 || dst["a"].Ready != 10 || dst["b"].Ready != 10 || dst["c"].Ready != 10 {
 		t.Fatalf("after the moves: source %+v, destination %+v", src, dst)
+	}
+}
+
+// TestMoveTableFlags: --from-prefix picks the source tables among others in
+// the same database, and --to-schema with --to-prefix (and --migrate) puts
+// the jobs in exactly that schema and prefix on PostgreSQL.
+func TestMoveTableFlags(t *testing.T) {
+	ctx := context.Background()
+	pg := dbtest.DSN(dialect.Postgres)
+	admin, _, err := dbq.OpenDB(ctx, pg)
+	if err != nil {
+		dbtest.Unreachable(t, dialect.Postgres, err)
+	}
+	schema, prefix := dbtest.UniqueName("mvflags"), dbtest.UniqueName("mvf")+"_"
+	// Dropped whatever happens, including tables a broken --to-schema would
+	// have put in the default schema.
+	t.Cleanup(func() {
+		defer admin.Close()
+		n := queue.Config{Prefix: prefix}.Names()
+		for _, stmt := range []string{
+			"DROP SCHEMA IF EXISTS " + dialect.Quote(dialect.Postgres, schema) + " CASCADE",
+			"DROP TABLE IF EXISTS " + n.Qualified(dialect.Postgres, n.Jobs()),
+			"DROP TABLE IF EXISTS " + n.Qualified(dialect.Postgres, n.Prefix+"queues"),
+			"DROP TABLE IF EXISTS " + n.Qualified(dialect.Postgres, n.Versions()),
+		} {
+			if _, err := admin.ExecContext(context.Background(), stmt); err != nil {
+				t.Errorf("cleanup: %s: %v", stmt, err)
+			}
+		}
+	})
+
+	from := "sqlite:" + filepath.Join(t.TempDir(), "from.db")
+	def, pre := []string{"--dsn", from}, []string{"--dsn", from, "--prefix", "p_"}
+	for _, g := range [][]string{def, pre} {
+		mustRun(t, "", append(g, "migrate", "up")...)
+	}
+	for i := range 3 {
+		mustRun(t, fmt.Sprintf("default %d", i), append(def, "enqueue", "--queue", "d")...)
+	}
+	for i := range 5 {
+		mustRun(t, fmt.Sprintf("prefixed %d", i), append(pre, "enqueue", "--queue", "p")...)
+	}
+
+	out := mustRun(t, "", "move", "--from", from, "--from-prefix", "p_", "--to", pg,
+		"--to-schema", schema, "--to-prefix", prefix, "--migrate")
+	if !strings.Contains(out, "moved 5 jobs") || !strings.Contains(out, "verified: both sides match") {
+		t.Fatalf("move printed:\n%s", out)
+	}
+	got := stats(t, []string{"--dsn", pg, "--schema", schema, "--prefix", prefix})
+	if len(got) != 1 || got["p"].Ready != 5 {
+		t.Fatalf("destination %s.%sjobs holds %+v; want the 5 jobs of queue p", schema, prefix, got)
+	}
+	if src := stats(t, pre); len(src) != 0 {
+		t.Fatalf("source p_ tables still hold %+v", src)
+	}
+	if src := stats(t, def); len(src) != 1 || src["d"].Ready != 3 {
+		t.Fatalf("source default tables hold %+v; want their 3 jobs untouched", src)
+	}
+}
+
+// TestMoveFollow: with --follow, a move does not end while a worker holds a
+// selected job on the source; once the job is released, it moves it and
+// ends.
+func TestMoveFollow(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	from, to := "sqlite:"+filepath.Join(dir, "from.db"), "sqlite:"+filepath.Join(dir, "to.db")
+	mustRun(t, "", "--dsn", from, "migrate", "up")
+	mustRun(t, "", "--dsn", from, "enqueue", "--queue", "a", "--count", "5", "job")
+	src, err := dbq.Open(ctx, from, dbq.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	c, err := src.NewClaimer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	held, err := c.Claim(ctx, "a", 1)
+	if err != nil || len(held) != 1 {
+		t.Fatalf("claim: %v, %v", held, err)
+	}
+
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := dbqCmd(ctx, "", "move", "--from", from, "--to", to, "--migrate", "--follow", "--poll", "20ms")
+		done <- result{out, err}
+	}()
+	// The four free jobs arrive; the move keeps polling for the held one.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if st, err := dbqCmd(ctx, "", "--dsn", to, "stats", "--json"); err == nil && strings.Contains(st, `"ready": 4`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the four free jobs did not reach the destination in a minute")
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // many polls
+	select {
+	case r := <-done:
+		t.Fatalf("move --follow ended while a job was held: %v\n%s", r.err, r.out)
+	default:
+	}
+	if err := c.Release(ctx, queue.Leases(held)); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || !strings.Contains(r.out, "moved 5 jobs") || !strings.Contains(r.out, "verified: both sides match") {
+		t.Fatalf("move --follow: %v\n%s", r.err, r.out)
+	}
+	if got := stats(t, []string{"--dsn", to}); got["a"].Ready != 5 {
+		t.Fatalf("destination holds %+v, want 5 jobs", got)
+	}
+	if s := stats(t, []string{"--dsn", from})["a"]; s.Ready+s.Held+s.Scheduled+s.Dead != 0 {
+		t.Fatalf("source holds %+v, want none", s)
 	}
 }

@@ -78,6 +78,9 @@ type Config struct {
 	// worker-<n>-<pid>.log, for reading after a failed run. Default: only
 	// the last lines of a worker that failed are kept, in the problems.
 	LogDir string
+	// Keep keeps the tables of a failed run for inspection. Default: they
+	// are dropped whatever the outcome.
+	Keep bool
 }
 
 func (c Config) withDefaults() Config {
@@ -211,9 +214,10 @@ func (h *harness) logf(format string, args ...any) {
 // Run runs the harness as cfg says and returns its report. The error is
 // for a run that could not take place (the database does not answer, the
 // schema cannot be made); what the run found is in the report's Problems.
-// The run's tables are dropped at the end, unless a check failed: then
-// they are kept for inspection, and cfg.Logf names them.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+// The run's tables are dropped at the end whatever the outcome (a drop
+// that fails is an error), unless the run failed and cfg.Keep asks to keep
+// them for inspection: then cfg.Logf names them.
+func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	cfg = cfg.withDefaults()
 	if cfg.DSN == "" || cfg.Bin == "" || cfg.Prefix == "" {
 		return nil, errors.New("chaos: Config needs DSN, Bin and Prefix")
@@ -258,7 +262,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		h.mu.Lock()
 		ok := h.report.OK()
 		h.mu.Unlock()
-		teardown(ok)
+		if terr := teardown(ok && err == nil); terr != nil {
+			err = errors.Join(err, terr)
+		}
 	}()
 
 	ids, payloads, err := h.enqueue(runCtx)
@@ -305,50 +311,53 @@ func openDB(dsn string) (*sql.DB, error) {
 }
 
 // setup migrates the jobs table, creates the ledger and opens the queue
-// the harness enqueues through. teardown undoes it, or keeps the tables
-// when the run failed.
-func (h *harness) setup(ctx context.Context) (teardown func(ok bool), err error) {
+// the harness enqueues through. teardown (also what setup runs when it
+// fails halfway) drops them, unless the run failed and Config.Keep asks to
+// keep them, and returns the drops that failed.
+func (h *harness) setup(ctx context.Context) (teardown func(ok bool) error, err error) {
 	qcfg := queue.Config{Prefix: h.cfg.Prefix, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	p, mdb, err := dbq.Migrator(ctx, h.cfg.DSN, qcfg)
 	if err != nil {
 		return nil, err
 	}
+	teardown = func(ok bool) error {
+		if h.q != nil {
+			h.q.Close()
+		}
+		defer mdb.Close()
+		if !ok && h.cfg.Keep {
+			h.cfg.Logf("kept the tables %s and %s for inspection", h.jobs, h.ledger)
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var errs []error
+		if _, err := h.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+h.ledger); err != nil {
+			errs = append(errs, fmt.Errorf("chaos: drop ledger: %w", err))
+		}
+		if _, err := p.DownTo(ctx, 0); err != nil {
+			errs = append(errs, fmt.Errorf("chaos: migrate down: %w", err))
+		}
+		// goose keeps its version table; the run's prefix is never used again.
+		if _, err := h.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+h.names.Qualified(h.d, h.names.Versions())); err != nil {
+			errs = append(errs, fmt.Errorf("chaos: drop the migration version table: %w", err))
+		}
+		return errors.Join(errs...)
+	}
+	fail := func(err error) (func(bool) error, error) { return nil, errors.Join(err, teardown(false)) }
 	if _, err := p.Up(ctx); err != nil {
-		mdb.Close()
-		return nil, fmt.Errorf("chaos: migrate: %w", err)
+		return fail(fmt.Errorf("chaos: migrate: %w", err))
 	}
 	for _, stmt := range ledgerDDL(h.d, h.ledger, h.cfg.Prefix+"ledger_pid") {
 		if _, err := h.db.ExecContext(ctx, stmt); err != nil {
-			mdb.Close()
-			return nil, fmt.Errorf("chaos: create ledger: %w", err)
+			return fail(fmt.Errorf("chaos: create ledger: %w", err))
 		}
 	}
 	h.q, err = dbq.Open(ctx, h.cfg.DSN, dbq.Options{Config: qcfg, Strategy: h.cfg.Strategy})
 	if err != nil {
-		mdb.Close()
-		return nil, err
+		return fail(err)
 	}
-	return func(ok bool) {
-		h.q.Close()
-		defer mdb.Close()
-		if !ok {
-			h.cfg.Logf("kept the tables %s and %s for inspection", h.jobs, h.ledger)
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if _, err := h.db.ExecContext(ctx, "DROP TABLE "+h.ledger); err != nil {
-			h.cfg.Logf("drop ledger: %v", err)
-		}
-		if _, err := p.DownTo(ctx, 0); err != nil {
-			h.cfg.Logf("migrate down: %v", err)
-			return
-		}
-		// goose keeps its version table; the run's prefix is never used again.
-		if _, err := h.db.ExecContext(ctx, "DROP TABLE "+h.names.Qualified(h.d, h.names.Versions())); err != nil {
-			h.cfg.Logf("drop the migration version table: %v", err)
-		}
-	}, nil
+	return teardown, nil
 }
 
 // enqueue adds the jobs, payload "chaos-<i>", and returns their ids and

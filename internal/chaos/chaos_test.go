@@ -62,6 +62,8 @@ func TestChaos(t *testing.T) {
 				// DBQ_CHAOS_LOGS names a directory that keeps every
 				// worker's whole log.
 				LogDir: os.Getenv("DBQ_CHAOS_LOGS"),
+				// DBQ_CHAOS_KEEP=1 keeps a failed run's tables.
+				Keep: os.Getenv("DBQ_CHAOS_KEEP") != "",
 			}
 			if long() {
 				cfg.Jobs, cfg.Workers, cfg.Kills, cfg.Freezes, cfg.Cuts, cfg.Restarts = 200000, 16, 50, 4, 4, 2

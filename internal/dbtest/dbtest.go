@@ -1,18 +1,26 @@
 // Package dbtest finds the test databases: it reads their DSNs from the
 // environment (defaults match docker-compose.yml and the development
 // machines) and decides whether a test that cannot reach one skips or
-// fails, following DBQ_REQUIRE.
+// fails, following DBQ_REQUIRE. Only a server that cannot be reached is a
+// reason to skip: any other error of a test's setup (a failed migration, a
+// refused login, a missing database) fails the test.
 package dbtest
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dbqueue/dbq/dialect"
+	"github.com/pressly/goose/v3"
 )
 
 // Default DSNs, matching docker-compose.yml.
@@ -53,12 +61,27 @@ func Required(d dialect.Name) bool {
 	return false
 }
 
-// Unreachable ends the test for a database that did not answer: it fails
-// when DBQ_REQUIRE names the dialect and skips, saying so, otherwise.
-// The error is printed with passwords redacted.
+// CannotConnect reports whether err says that no connection to the server
+// could be made: a refused or timed-out dial, an unknown host, a missing
+// socket. An error from a server that answered is not one.
+func CannotConnect(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	return errors.As(err, &dns) ||
+		(errors.As(err, &op) && op.Op == "dial") ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+}
+
+// Unreachable ends the test whose setup failed with err. When err says the
+// database cannot be reached (CannotConnect), the test fails if
+// DBQ_REQUIRE names the dialect and skips, saying so, otherwise; any other
+// error fails it. The error is printed with passwords redacted.
 func Unreachable(t testing.TB, d dialect.Name, err error) {
 	t.Helper()
-	msg := fmt.Sprintf("%s at %s does not answer: %v", d, dialect.Redact(DSN(d)), err)
+	if !CannotConnect(err) {
+		t.Fatalf("%s at %s: test setup failed: %s", d, dialect.Redact(DSN(d)), dialect.Redact(err.Error()))
+	}
+	msg := fmt.Sprintf("%s at %s does not answer: %s", d, dialect.Redact(DSN(d)), dialect.Redact(err.Error()))
 	if Required(d) {
 		t.Fatalf("%s (DBQ_REQUIRE names %s)", msg, d)
 	}
@@ -74,3 +97,32 @@ func UniqueName(base string) string {
 }
 
 var start = time.Now().UnixNano() & 0xffffffffff
+
+// MigrateUp migrates p (goose over db, tables named by n, in dialect d) up
+// for t, and registers first, so that a partial migration is undone too,
+// a cleanup that migrates down to zero, drops goose's version table and
+// closes db, failing t if any of that fails. db must already answer
+// (dbq.Migrator checks that); a migration that fails ends t as Unreachable
+// says. db keeps no idle connection between the migration and the cleanup.
+func MigrateUp(t testing.TB, d dialect.Name, p *goose.Provider, db *sql.DB, n dialect.Names) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := p.DownTo(ctx, 0); err != nil {
+			t.Errorf("cleanup: migrate %s down: %v", n.Jobs(), err)
+		}
+		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+n.Qualified(d, n.Versions())); err != nil {
+			t.Errorf("cleanup: drop %s: %v", n.Versions(), err)
+		}
+		if err := db.Close(); err != nil {
+			t.Errorf("cleanup: close: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := p.Up(ctx); err != nil {
+		Unreachable(t, d, err)
+	}
+	db.SetMaxIdleConns(0)
+}
