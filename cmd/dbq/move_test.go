@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/dbqueue/dbq"
 	"github.com/dbqueue/dbq/dialect"
@@ -125,66 +124,3 @@ func TestMoveTableFlags(t *testing.T) {
 	}
 }
 
-// TestMoveFollow: with --follow, a move does not end while a worker holds a
-// selected job on the source; once the job is released, it moves it and
-// ends.
-func TestMoveFollow(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	from, to := "sqlite:"+filepath.Join(dir, "from.db"), "sqlite:"+filepath.Join(dir, "to.db")
-	mustRun(t, "", "--dsn", from, "migrate", "up")
-	mustRun(t, "", "--dsn", from, "enqueue", "--queue", "a", "--count", "5", "job")
-	src, err := dbq.Open(ctx, from, dbq.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	c, err := src.NewClaimer(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	held, err := c.Claim(ctx, "a", 1)
-	if err != nil || len(held) != 1 {
-		t.Fatalf("claim: %v, %v", held, err)
-	}
-
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := dbqCmd(ctx, "", "move", "--from", from, "--to", to, "--migrate", "--follow", "--poll", "20ms")
-		done <- result{out, err}
-	}()
-	// The four free jobs arrive; the move keeps polling for the held one.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if st, err := dbqCmd(ctx, "", "--dsn", to, "stats", "--json"); err == nil && strings.Contains(st, `"ready": 4`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the four free jobs did not reach the destination in a minute")
-		}
-	}
-	time.Sleep(500 * time.Millisecond) // many polls
-	select {
-	case r := <-done:
-		t.Fatalf("move --follow ended while a job was held: %v\n%s", r.err, r.out)
-	default:
-	}
-	if err := c.Release(ctx, queue.Leases(held)); err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
-	if r.err != nil || !strings.Contains(r.out, "moved 5 jobs") || !strings.Contains(r.out, "verified: both sides match") {
-		t.Fatalf("move --follow: %v\n%s", r.err, r.out)
-	}
-	if got := stats(t, []string{"--dsn", to}); got["a"].Ready != 5 {
-		t.Fatalf("destination holds %+v, want 5 jobs", got)
-	}
-	if s := stats(t, []string{"--dsn", from})["a"]; s.Ready+s.Held+s.Scheduled+s.Dead != 0 {
-		t.Fatalf("source holds %+v, want none", s)
-	}
-}
