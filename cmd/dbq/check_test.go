@@ -37,8 +37,8 @@ func TestCheck(t *testing.T) {
 			} else if !errors.Is(err, errCheckFailed) || !strings.Contains(out, "schema at version 0") || !strings.Contains(out, "dbq migrate up") {
 				t.Fatalf("check before migrating: %v\n%s", err, out)
 			}
+			dropTables(t, db.dsn, prefix)
 			up := mustRun(t, "", append(g, "migrate", "up")...)
-			t.Cleanup(func() { mustRun(t, "", append(g, "migrate", "down", "--to", "0")...) })
 			if !strings.Contains(up, "probes passed") {
 				t.Fatalf("migrate up did not run the check:\n%s", up)
 			}
@@ -79,10 +79,10 @@ func TestCheckBehindPgBouncer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	prefix := dbtest.UniqueName("chkpgb") + "_"
+	dropTables(t, direct, prefix)
 	if _, err := dbqCmd(ctx, "", "--dsn", direct, "--prefix", prefix, "migrate", "up", "--no-check"); err != nil {
 		dbtest.Unreachable(t, "postgres", err)
 	}
-	t.Cleanup(func() { mustRun(t, "", "--dsn", direct, "--prefix", prefix, "migrate", "down", "--to", "0") })
 	q, err := openQueueErr(ctx, bouncer, prefix)
 	if err != nil {
 		msg := "PgBouncer does not answer (scripts/pgbouncer.sh up): " + err.Error()

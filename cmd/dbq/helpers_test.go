@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,14 +39,52 @@ func cliDB(t *testing.T, db testDB) ([]string, *queue.Queue) {
 	g := []string{"--dsn", db.dsn, "--prefix", prefix}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	dropTables(t, db.dsn, prefix)
 	if _, err := dbqCmd(ctx, "", append(g, "migrate", "up")...); err != nil {
 		if db.d == dialect.SQLite {
 			t.Fatalf("migrate up: %v", err)
 		}
 		dbtest.Unreachable(t, db.d, err)
 	}
-	t.Cleanup(func() { mustRun(t, "", append(g, "migrate", "down", "--to", "0")...) })
 	return g, openQueue(t, db.dsn, prefix)
+}
+
+// dropTables registers, before a test makes the tables of prefix in dsn, a
+// cleanup that migrates them down to nothing and drops goose's version
+// table, so that even a migration cut off halfway leaves nothing behind;
+// it fails t if a drop fails. A database that never answered is left
+// alone.
+func dropTables(t *testing.T, dsn, prefix string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if strings.HasPrefix(dsn, "sqlite:") {
+			if _, err := os.Stat(strings.TrimPrefix(dsn, "sqlite:")); err != nil {
+				return
+			}
+		}
+		p, db, err := dbq.Migrator(ctx, dsn, queue.Config{Prefix: prefix})
+		if err != nil {
+			if !dbtest.CannotConnect(err) {
+				t.Errorf("cleanup of %s tables: %v", prefix, err)
+			}
+			return
+		}
+		defer db.Close()
+		if _, err := p.DownTo(ctx, 0); err != nil {
+			t.Errorf("cleanup: migrate %s tables down: %v", prefix, err)
+		}
+		d, err := dialect.ParseDSN(dsn)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		n := dialect.Names{Prefix: prefix}.WithDefaults()
+		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+n.Qualified(d.Dialect, n.Versions())); err != nil {
+			t.Errorf("cleanup: drop %s: %v", n.Versions(), err)
+		}
+	})
 }
 
 // openQueue opens the queue in dsn (with the table prefix given, or the

@@ -72,6 +72,7 @@ func testSIGTERM(t *testing.T, bin string, d dialect.Name, dsn string) {
 	g := []string{"--dsn", dsn, "--prefix", prefix}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	dropTables(t, dsn, prefix)
 	mctx, mcancel := context.WithTimeout(ctx, 10*time.Second)
 	_, err := dbqCmd(mctx, "", append(g, "migrate", "up")...)
 	mcancel()
@@ -81,7 +82,6 @@ func testSIGTERM(t *testing.T, bin string, d dialect.Name, dsn string) {
 		}
 		dbtest.Unreachable(t, d, err)
 	}
-	t.Cleanup(func() { mustRun(t, "", append(g, "migrate", "down", "--to", "0")...) })
 
 	q, err := dbq.Open(ctx, dsn, dbq.Options{Config: queue.Config{Prefix: prefix}})
 	if err != nil {
