@@ -123,4 +123,3 @@ func TestMoveTableFlags(t *testing.T) {
 		t.Fatalf("source default tables hold %+v; want their 3 jobs untouched", src)
 	}
 }
-
