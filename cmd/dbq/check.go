@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,9 +40,7 @@ migrate up runs it after migrating.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rs); err != nil {
+				if err := printJSON(cmd.OutOrStdout(), rs); err != nil {
 					return err
 				}
 			} else if err := printChecks(cmd.OutOrStdout(), rs); err != nil {

@@ -38,7 +38,7 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("check before migrating: %v\n%s", err, out)
 			}
 			up := mustRun(t, "", append(g, "migrate", "up")...)
-			t.Cleanup(func() { mustRun(t, "", append(g, "migrate", "down", "--to", "0")...) })
+			dropAtCleanup(t, g)
 			if !strings.Contains(up, "probes passed") {
 				t.Fatalf("migrate up did not run the check:\n%s", up)
 			}
@@ -82,7 +82,7 @@ func TestCheckBehindPgBouncer(t *testing.T) {
 	if _, err := dbqCmd(ctx, "", "--dsn", direct, "--prefix", prefix, "migrate", "up", "--no-check"); err != nil {
 		dbtest.Unreachable(t, "postgres", err)
 	}
-	t.Cleanup(func() { mustRun(t, "", "--dsn", direct, "--prefix", prefix, "migrate", "down", "--to", "0") })
+	dropAtCleanup(t, []string{"--dsn", direct, "--prefix", prefix})
 	q, err := openQueueErr(ctx, bouncer, prefix)
 	if err != nil {
 		msg := "PgBouncer does not answer (scripts/pgbouncer.sh up): " + err.Error()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func cliDB(t *testing.T, db testDB) ([]string, *queue.Queue) {
 		}
 		dbtest.Unreachable(t, db.d, err)
 	}
-	t.Cleanup(func() { mustRun(t, "", append(g, "migrate", "down", "--to", "0")...) })
+	dropAtCleanup(t, g)
 	return g, openQueue(t, db.dsn, prefix)
 }
 
@@ -85,4 +86,33 @@ func allJobs(t *testing.T, q *queue.Queue, name string) []*queue.Job {
 			return out
 		}
 	}
+}
+
+// dropAtCleanup removes, when t ends, what `migrate up` made with the
+// global flags g (--dsn D --prefix P ...): the tables, by `migrate down --to
+// 0`, then goose's version table, which no migration drops.
+func dropAtCleanup(t *testing.T, g []string) {
+	t.Helper()
+	t.Cleanup(func() {
+		mustRun(t, "", append(slices.Clone(g), "migrate", "down", "--to", "0")...)
+		fs := newRoot().PersistentFlags()
+		if err := fs.Parse(g); err != nil {
+			t.Fatalf("flags %q: %v", g, err)
+		}
+		dsn, _ := fs.GetString("dsn")
+		schema, _ := fs.GetString("schema")
+		prefix, _ := fs.GetString("prefix")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		db, d, err := dbq.OpenDB(ctx, dsn)
+		if err != nil {
+			t.Errorf("drop the version table: %v", err)
+			return
+		}
+		defer db.Close()
+		n := dialect.Names{Schema: schema, Prefix: prefix}
+		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+n.Qualified(d, n.Versions())); err != nil {
+			t.Errorf("drop the version table: %v", err)
+		}
+	})
 }

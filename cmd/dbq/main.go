@@ -118,10 +118,11 @@ func run(args []string) int {
 }
 
 // errorLine is err as the CLI prints it: one "dbq:" prefix, however many
-// layers added theirs. Passwords are kept out at the source, where a DSN
-// goes into a message (dialect.Redact), not by rewriting the message.
+// layers added theirs (a wrapped sentinel keeps its own inside the
+// wrapper's text). Passwords are kept out at the source, where a DSN goes
+// into a message (dialect.Redact), not by rewriting the message.
 func errorLine(err error) string {
-	msg := err.Error()
+	msg := strings.ReplaceAll(err.Error(), ": dbq: ", ": ")
 	if !strings.HasPrefix(msg, "dbq:") {
 		msg = "dbq: " + msg
 	}

@@ -70,7 +70,7 @@ func TestCommands(t *testing.T) {
 				}
 				dbtest.Unreachable(t, d, err)
 			}
-			t.Cleanup(func() { mustRun(t, "", append(g, "migrate", "down", "--to", "0")...) })
+			dropAtCleanup(t, g)
 			if out := mustRun(t, "", append(g, "migrate", "status")...); !strings.Contains(out, "applied") {
 				t.Errorf("migrate status after up:\n%s", out)
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -91,9 +90,7 @@ run_at) on both sides, and exits non-zero when they differ.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if jerr := enc.Encode(rep); jerr != nil {
+				if jerr := printJSON(out, rep); jerr != nil {
 					return jerr
 				}
 			} else {

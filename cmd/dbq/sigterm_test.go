@@ -81,7 +81,7 @@ func testSIGTERM(t *testing.T, bin string, d dialect.Name, dsn string) {
 		}
 		dbtest.Unreachable(t, d, err)
 	}
-	t.Cleanup(func() { mustRun(t, "", append(g, "migrate", "down", "--to", "0")...) })
+	dropAtCleanup(t, g)
 
 	q, err := dbq.Open(ctx, dsn, dbq.Options{Config: queue.Config{Prefix: prefix}})
 	if err != nil {
