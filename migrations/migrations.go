@@ -9,6 +9,11 @@
 // {{ident "jobs_claim"}} the quoted unqualified name prefix+"jobs_claim"
 // (for indexes and constraints), and {{schema}} the quoted schema or "".
 //
+// For teams that apply migrations with their own tool, [Render], [SQL] and
+// [WriteDir] give the same migrations as plain SQL or as goose files (what
+// `dbq migrate sql` prints or writes); the tables they make are the ones
+// [Up] makes.
+//
 // Migrating needs DDL rights (CREATE TABLE, CREATE INDEX, and CREATE SCHEMA
 // or CREATE DATABASE when a schema is configured); running workers and
 // producers needs only SELECT, INSERT, UPDATE and DELETE on the tables.

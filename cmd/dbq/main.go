@@ -140,7 +140,9 @@ that many workers on many machines drain in parallel.
 
 The database is named by --dsn (or $DBQ_DSN):
   postgres://user:pass@host:5432/db   mysql://user:pass@host:3306/db
-  sqlserver://user:pass@host:1433?database=db   sqlite:path/to/file.db`,
+  sqlserver://user:pass@host:1433?database=db   sqlite:path/to/file.db
+or in the driver's own form: user:pass@tcp(host:3306)/db, host=h user=u dbname=db,
+  server=h;user id=u;password=p;database=db`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
