@@ -1,7 +1,7 @@
 # dbq: common tasks. `make help` lists them.
 #
 # make test          ensure PostgreSQL and MariaDB answer (scripts/ensure-servers.sh),
-#                    then go vet and the full test suite with the race detector
+#                    then go vet, actionlint and the full test suite with the race detector
 # make test-short    unit tests only, no database servers needed
 # make test-compose  all dialects (incl. SQL Server) in docker compose; needs a Docker engine
 
@@ -16,7 +16,11 @@ COMPOSE_REQUIRE ?= postgres,mysql,mssql,sqlite
 
 .DEFAULT_GOAL := help
 
-.PHONY: help test test-short test-compose test-pgbouncer servers chaos bench bench-go build demo lint clean
+# actionlint checks .github/workflows; installed into bin/ when absent.
+ACTIONLINT_VERSION ?= v1.7.12
+ACTIONLINT         ?= bin/actionlint
+
+.PHONY: help test test-short actionlint test-compose test-pgbouncer servers chaos bench bench-go build demo lint clean
 
 help:
 	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./..."
@@ -29,7 +33,8 @@ help:
 	@echo "make bench-go      go test benchmarks of the hot paths, one iteration each"
 	@echo "make build         bin/dbq"
 	@echo "make demo          go run ./cmd/dbq demo"
-	@echo "make lint          gofmt -l (must print nothing) and go vet"
+	@echo "make lint          gofmt -l (must print nothing), go vet and actionlint"
+	@echo "make actionlint    check .github/workflows (installs bin/actionlint $(ACTIONLINT_VERSION) if absent)"
 	@echo "make clean         remove build and test leftovers"
 
 # A PgBouncer in transaction mode in front of the local PostgreSQL, for the
@@ -42,7 +47,7 @@ test-pgbouncer: servers
 	DBQ_REQUIRE=postgres,pgbouncer $(GO) test -race -count=1 -v -run 'PgBouncer|AdvisorySessionGuard' ./postgres/
 
 # Fuzz targets' seed corpora run as ordinary tests here.
-test: servers
+test: servers actionlint
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 
@@ -99,7 +104,13 @@ build:
 demo:
 	$(GO) run ./cmd/dbq demo
 
-lint:
+$(ACTIONLINT):
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+
+actionlint: $(ACTIONLINT)
+	$(ACTIONLINT) -no-color
+
+lint: actionlint
 	@out=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -not -path './bin/*' -print0 | xargs -0 -r $(GOFMT) -l); \
 	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt -w:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...

@@ -23,6 +23,21 @@ func TestParseDSN(t *testing.T) {
 		{"sqlite://rel/path.db", SQLite, "rel/path.db"},
 		{"sqlite:///abs/path.db", SQLite, "/abs/path.db"},
 		{"sqlite::memory:", SQLite, ":memory:"},
+		// The drivers' own forms.
+		{"root@tcp(127.0.0.1:3306)/test", MySQL, "root@tcp(127.0.0.1:3306)/test"},
+		{"app:p@ss:w/rd@tcp(db:3306)/jobs?parseTime=true", MySQL, "app:p@ss:w/rd@tcp(db:3306)/jobs?parseTime=true"},
+		{"root@/test", MySQL, "root@/test"},
+		{"root@unix(/run/mysqld/mysqld.sock)/test", MySQL, "root@unix(/run/mysqld/mysqld.sock)/test"},
+		{"tcp(localhost:3306)/test", MySQL, "tcp(localhost:3306)/test"},
+		{"postgres:pw@tcp(h)/db", MySQL, "postgres:pw@tcp(h)/db"}, // a user named postgres
+		{"host=127.0.0.1 port=5432 user=postgres dbname=test sslmode=disable", Postgres, "host=127.0.0.1 port=5432 user=postgres dbname=test sslmode=disable"},
+		{"dbname=test", Postgres, "dbname=test"},
+		{"host=h password='a b;server=x' dbname=d", Postgres, "host=h password='a b;server=x' dbname=d"},
+		{"host=h password=a;server=x", Postgres, "host=h password=a;server=x"},
+		{"server=127.0.0.1;user id=sa;password=x;database=master", MSSQL, "server=127.0.0.1;user id=sa;password=x;database=master"},
+		{"Data Source=h,1433;Initial Catalog=db;User ID=sa;Password=\"a;b\"", MSSQL, "Data Source=h,1433;Initial Catalog=db;User ID=sa;Password=\"a;b\""},
+		{"password=x;server=h", MSSQL, "password=x;server=h"},
+		{"odbc:server=h;user id=sa;pwd={a;b}", MSSQL, "odbc:server=h;user id=sa;pwd={a;b}"},
 	} {
 		got, err := ParseDSN(tc.in)
 		if err != nil {
@@ -36,7 +51,10 @@ func TestParseDSN(t *testing.T) {
 }
 
 func TestParseDSNRejects(t *testing.T) {
-	for _, in := range []string{"", "oracle://u:secret@h/db", "nocolon", "redis://:secret@h", "sqlite:"} {
+	for _, in := range []string{"", "oracle://u:secret@h/db", "nocolon", "redis://:secret@h", "sqlite:",
+		// Not a driver's own form either.
+		"/abs/path.db", "u:secret@h/db", "u:secret@host(x)/db", "foo=bar", "application_name=x",
+		"user id=sa;password=secret", "host=", "dbname"} {
 		_, err := ParseDSN(in)
 		if err == nil {
 			t.Errorf("ParseDSN(%q) accepted", in)

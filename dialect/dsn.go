@@ -9,7 +9,7 @@ import (
 )
 
 // ErrUnknownScheme is returned for a DSN whose scheme names no dialect.
-var ErrUnknownScheme = errors.New("dbq: unknown DSN scheme (want postgres://, mysql://, sqlserver:// or sqlite:)")
+var ErrUnknownScheme = errors.New("dbq: unknown DSN scheme (want postgres://, mysql://, sqlserver://, sqlite:, or a driver's own form: user:pass@tcp(host:3306)/db, host=... dbname=..., server=...;user id=...)")
 
 // DSN is a data source name split into its dialect and the form that
 // dialect's driver accepts.
@@ -25,19 +25,31 @@ type DSN struct {
 // String returns the DSN with any password replaced.
 func (d DSN) String() string { return Redact(d.Driver) }
 
-// ParseDSN parses a DSN and picks its dialect from the scheme:
+// ParseDSN parses a DSN and picks its dialect. It takes the URL forms —
 // postgres:// or postgresql://, mysql://, sqlserver://, and sqlite: (as
-// sqlite:path, sqlite://path or sqlite:///abs/path). The error never holds
-// the password.
+// sqlite:path, sqlite://path or sqlite:///abs/path) — and each driver's
+// native form:
+//   - go-sql-driver/mysql: user:pass@tcp(host:port)/db?opts, user@/db,
+//     user@unix(/path)/db;
+//   - libpq key=value (PostgreSQL): host=h port=5432 user=u dbname=d …,
+//     recognised by a libpq connection key (host, hostaddr, port, dbname,
+//     user, password, sslmode, service);
+//   - SQL Server ADO (server=h;user id=u;password=p;database=d, recognised
+//     by a server, data source or address key) and go-mssqldb's odbc: form.
+//
+// The error never holds the password.
 func ParseDSN(s string) (DSN, error) {
+	if d, ok := nativeDSN(s); ok {
+		return d, nil
+	}
 	scheme, rest, ok := strings.Cut(s, ":")
 	if !ok {
-		return DSN{}, fmt.Errorf("%w: %q", ErrUnknownScheme, Redact(s))
+		return DSN{}, fmt.Errorf("%w: %q", ErrUnknownScheme, redactUnknown(s))
 	}
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
 		return DSN{Dialect: Postgres, Driver: s}, nil
-	case "sqlserver":
+	case "sqlserver", "odbc":
 		return DSN{Dialect: MSSQL, Driver: s}, nil
 	case "mysql":
 		drv, err := mysqlDriverDSN(s)
@@ -52,7 +64,132 @@ func ParseDSN(s string) (DSN, error) {
 		}
 		return DSN{Dialect: SQLite, Driver: path}, nil
 	}
-	return DSN{}, fmt.Errorf("%w: %q", ErrUnknownScheme, Redact(s))
+	return DSN{}, fmt.Errorf("%w: %q", ErrUnknownScheme, redactUnknown(s))
+}
+
+// redactUnknown is Redact for a string in no form dbq knows: where Redact
+// found nothing to mask, anything between a ':' and a later '@' may still
+// be a password.
+func redactUnknown(s string) string {
+	r := Redact(s)
+	if r != s {
+		return r
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at < 0 {
+		return r
+	}
+	if c := strings.IndexByte(s[:at], ':'); c >= 0 {
+		return s[:c+1] + mask + s[at:]
+	}
+	return r
+}
+
+// nativeDSN recognises a driver's own DSN form. A string that starts with
+// a scheme dbq knows is that scheme's; one that starts with key= is libpq's
+// or ADO's (no MySQL user name holds a '='), whatever its password holds.
+func nativeDSN(s string) (DSN, bool) {
+	scheme, _, _ := strings.Cut(s, ":")
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql", "mysql", "sqlserver", "sqlite", "sqlite3", "file", "odbc":
+		if schemeRe.MatchString(s) || strings.EqualFold(scheme, "odbc") || strings.HasPrefix(strings.ToLower(s), "sqlite") {
+			return DSN{}, false
+		}
+	}
+	if !keyFirstRe.MatchString(s) && isMySQLDriverForm(s) {
+		return DSN{Dialect: MySQL, Driver: s}, true
+	}
+	// A password may hold a ';' or a space, so a string can read both as
+	// libpq's and as ADO's; libpq's strings start with one of its own keys.
+	libpq, first := isLibpq(s)
+	switch {
+	case libpq && first != "password" && first != "port":
+		return DSN{Dialect: Postgres, Driver: s}, true
+	case isADO(s):
+		return DSN{Dialect: MSSQL, Driver: s}, true
+	case libpq:
+		return DSN{Dialect: Postgres, Driver: s}, true
+	}
+	return DSN{}, false
+}
+
+// mysqlNetRe is what go-sql-driver/mysql's form holds between the '@' and
+// the database's '/': a net and its address, or nothing.
+var mysqlNetRe = regexp.MustCompile(`^(?:(?:tcp[46]?|unix)(?:\(.*\))?)?$`)
+
+// isMySQLDriverForm reads s as go-sql-driver/mysql does: the database
+// follows the last '/', the user info ends at the last '@' before it. With
+// no user info, s must name its net and address (tcp(host)/db).
+func isMySQLDriverForm(s string) bool {
+	slash := strings.LastIndexByte(s, '/')
+	if slash < 0 {
+		return false
+	}
+	at := strings.LastIndexByte(s[:slash], '@')
+	if at < 0 {
+		net := s[:slash]
+		return net != "" && strings.HasSuffix(net, ")") && mysqlNetRe.MatchString(net)
+	}
+	return mysqlNetRe.MatchString(s[at+1 : slash])
+}
+
+var (
+	// The keys that make a key=value string libpq's.
+	libpqKeys = map[string]bool{"host": true, "hostaddr": true, "port": true, "dbname": true,
+		"user": true, "password": true, "sslmode": true, "service": true}
+	// The keys that make a ;-separated string an ADO connection string.
+	adoServerKeys = map[string]bool{"server": true, "data source": true, "address": true,
+		"addr": true, "network address": true}
+	keyFirstRe = regexp.MustCompile(`^\s*[A-Za-z_][A-Za-z0-9_ ]*=`)
+	libpqKeyRe = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*`)
+	adoKeyRe   = regexp.MustCompile(`^\s*([A-Za-z][A-Za-z0-9 ]*?)\s*=`)
+)
+
+// isLibpq reports whether s is libpq's key=value form, with at least one of
+// libpq's connection keys, and returns its first key.
+func isLibpq(s string) (ok bool, first string) {
+	known := false
+	for rest := s; strings.TrimSpace(rest) != ""; {
+		m := libpqKeyRe.FindStringSubmatchIndex(rest)
+		if m == nil {
+			return false, ""
+		}
+		key := rest[m[2]:m[3]]
+		if first == "" {
+			first = key
+		}
+		known = known || libpqKeys[key]
+		rest = rest[m[1]:]
+		n := libpqLen(rest)
+		if n == 0 {
+			return false, ""
+		}
+		rest = rest[n:]
+	}
+	return known, first
+}
+
+// isADO reports whether s is an ADO connection string: ;-separated
+// key=value pairs, one of them naming the server.
+func isADO(s string) bool {
+	server := false
+	for rest := s; rest != ""; {
+		n := adoLen(rest)
+		part := rest[:n]
+		if n < len(rest) {
+			n++ // the ';'
+		}
+		rest = rest[n:]
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		m := adoKeyRe.FindStringSubmatch(part)
+		if m == nil {
+			return false
+		}
+		server = server || adoServerKeys[strings.Join(strings.Fields(strings.ToLower(m[1])), " ")]
+	}
+	return server
 }
 
 // mysqlDriverDSN turns mysql://user:pass@host:port/db?opts into the

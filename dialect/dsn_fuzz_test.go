@@ -355,3 +355,58 @@ func unquote(q, open, close string) (string, bool) {
 	}
 	return b.String(), true
 }
+
+// formDialect is the dialect each form of dsnForms names.
+var formDialect = map[string]dialect.Name{
+	"url escaped": dialect.Postgres, "mysql url escaped": dialect.MySQL, "sqlserver url escaped": dialect.MSSQL,
+	"url as typed": dialect.Postgres, "mysql driver form": dialect.MySQL, "libpq keyword/value": dialect.Postgres,
+	"libpq keyword/value, spaced": dialect.Postgres, "ado": dialect.MSSQL, "ado, spaced, pwd": dialect.MSSQL,
+	"odbc": dialect.MSSQL,
+}
+
+// FuzzParseDSNDetectsForms: whatever the password, ParseDSN picks the
+// dialect of every form its driver reads, URL and native alike, and hands
+// the driver a string its parser accepts.
+func FuzzParseDSNDetectsForms(f *testing.F) {
+	for _, pw := range []string{
+		"s3cret", "p@ss@word", "pa:ss", "a b c", "semi;colon", "tcp(evil)/", "host=h", "server=x;", `q"uo"te`,
+		"it's", "x/y", "@tcp(h)/db", "user id=sa;server=h", "//", "password=pw", " padded ",
+	} {
+		f.Add(pw)
+	}
+	f.Fuzz(func(t *testing.T, pw string) {
+		if pw == "" || !utf8.ValidString(pw) || strings.ContainsFunc(pw, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return
+		}
+		for _, form := range dsnForms {
+			want, ok := formDialect[form.name]
+			if !ok {
+				continue
+			}
+			dsn, ok := form.build(pw)
+			if !ok {
+				continue
+			}
+			d, err := dialect.ParseDSN(dsn)
+			if err != nil {
+				t.Errorf("%s: ParseDSN(%q): %v", form.name, dsn, err)
+				continue
+			}
+			if d.Dialect != want {
+				t.Errorf("%s: ParseDSN(%q) picked %s, want %s", form.name, dsn, d.Dialect, want)
+				continue
+			}
+			switch want {
+			case dialect.MySQL:
+				_, err = mysqldrv.ParseDSN(d.Driver)
+			case dialect.Postgres:
+				_, err = pgconn.ParseConfig(d.Driver)
+			case dialect.MSSQL:
+				_, err = msdsn.Parse(d.Driver)
+			}
+			if err != nil && form.name != "url as typed" { // pgx wants a URL escaped
+				t.Errorf("%s: the %s driver refuses ParseDSN(%q).Driver = %q: %v", form.name, want, dsn, d.Driver, err)
+			}
+		}
+	})
+}

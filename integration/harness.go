@@ -61,6 +61,17 @@ type Harness struct {
 	// behind. The suite checks that dbq leaves them as it found them.
 	UserPool func(t *testing.T, cfg queue.Config) (q *queue.Queue, sessions func(t *testing.T) []map[string]string)
 
+	// InsertRaw, when set, inserts one job into q's jobs table with a plain
+	// SQL INSERT naming exactly the columns of cols, as a producer in
+	// another language does (README, "Producers in other languages"): the
+	// dialect's table name and placeholders, and its storage of each value —
+	// queue (string), payload ([]byte), priority (int), run_at (time.Time,
+	// stored as the dialect stores times), max_attempts (int), dedupe_key
+	// (string; on SQL Server also recorded in the dedupe table, in the same
+	// transaction). Every other column is left to its default. The producer
+	// case needs it; a harness without it fails that case.
+	InsertRaw func(t *testing.T, q *queue.Queue, cols map[string]any)
+
 	// LeaseSlack is added to every wait for a lease to expire, for
 	// databases whose clock is coarse. Default 0.
 	LeaseSlack time.Duration

@@ -9,6 +9,11 @@
 // {{ident "jobs_claim"}} the quoted unqualified name prefix+"jobs_claim"
 // (for indexes and constraints), and {{schema}} the quoted schema or "".
 //
+// For teams that apply migrations with their own tool, [Render], [SQL] and
+// [WriteDir] give the same migrations as plain SQL or as goose files (what
+// `dbq migrate sql` prints or writes); the tables they make are the ones
+// [Up] makes.
+//
 // Migrating needs DDL rights (CREATE TABLE, CREATE INDEX, and CREATE SCHEMA
 // or CREATE DATABASE when a schema is configured); running workers and
 // producers needs only SELECT, INSERT, UPDATE and DELETE on the tables.
@@ -153,22 +158,30 @@ func newStore(d dialect.Name, n dialect.Names) (database.Store, error) {
 		}
 		return quotedStore{store}, nil
 	}
-	var gd database.Dialect
-	switch d {
-	case dialect.MySQL:
-		gd = database.DialectMySQL
-	case dialect.MSSQL:
-		gd = database.DialectMSSQL
-	case dialect.SQLite:
-		gd = database.DialectSQLite3
-	default:
-		return nil, fmt.Errorf("%w: no migrations for dialect %q", dialect.ErrUnknownScheme, d)
+	gd, err := GooseDialect(d)
+	if err != nil {
+		return nil, err
 	}
 	versions := n.Versions()
 	if n.Schema != "" && d != dialect.SQLite {
 		versions = n.Schema + "." + versions
 	}
 	return database.NewStore(gd, versions)
+}
+
+// GooseDialect returns goose's name for dialect d.
+func GooseDialect(d dialect.Name) (database.Dialect, error) {
+	switch d {
+	case dialect.Postgres:
+		return database.DialectPostgres, nil
+	case dialect.MySQL:
+		return database.DialectMySQL, nil
+	case dialect.MSSQL:
+		return database.DialectMSSQL, nil
+	case dialect.SQLite:
+		return database.DialectSQLite3, nil
+	}
+	return "", fmt.Errorf("%w: no migrations for dialect %q", dialect.ErrUnknownScheme, d)
 }
 
 // quotedStore is goose's PostgreSQL store over a quoted, possibly
@@ -189,25 +202,12 @@ func (s quotedStore) TableExists(ctx context.Context, db database.DBTxConn) (boo
 }
 
 func ensureSchema(ctx context.Context, d dialect.Name, db *sql.DB, n dialect.Names) error {
-	if n.Schema == "" {
-		return nil
-	}
-	q := dialect.Quote(d, n.Schema)
-	var stmt string
-	switch d {
-	case dialect.Postgres:
-		stmt = "CREATE SCHEMA IF NOT EXISTS " + q
-	case dialect.MySQL:
-		stmt = "CREATE DATABASE IF NOT EXISTS " + q
-	case dialect.MSSQL:
-		// The name is a validated identifier; CREATE SCHEMA must be alone in
-		// its batch, hence EXEC.
-		stmt = "IF SCHEMA_ID('" + n.Schema + "') IS NULL EXEC('CREATE SCHEMA " + q + "')"
-	default:
+	stmt := SchemaStatement(d, n)
+	if stmt == "" {
 		return nil
 	}
 	if _, err := db.ExecContext(ctx, stmt); err != nil {
-		return fmt.Errorf("dbq: create schema %s (migrations need DDL rights): %w", q, err)
+		return fmt.Errorf("dbq: create schema %s (migrations need DDL rights): %w", dialect.Quote(d, n.Schema), err)
 	}
 	return nil
 }

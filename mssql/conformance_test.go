@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,6 +119,9 @@ func harness(t *testing.T, db *sql.DB, base Config) integration.Harness {
 		// A claimer holds no connection: killing its process leaves its
 		// leases to expire, which is what kill models.
 		Kill: func(t *testing.T, c queue.Claimer) { c.(*Claimer).kill() },
+		InsertRaw: func(t *testing.T, q *queue.Queue, cols map[string]any) {
+			insertRaw(t, db, q, cols)
+		},
 	}
 }
 
@@ -365,3 +369,36 @@ func TestLiveDedupeFollowsTheJob(t *testing.T) {
 }
 
 var leasesOf = queue.Leases
+
+// insertRaw inserts a job as a producer does from sqlcmd: DATETIME2 holds
+// UTC, and a dedupe key is recorded in the dedupe table in the same
+// transaction (no trigger can do it: jobs is an OUTPUT INTO target).
+func insertRaw(t *testing.T, db *sql.DB, q *queue.Queue, cols map[string]any) {
+	t.Helper()
+	if at, ok := cols["run_at"].(time.Time); ok {
+		cols["run_at"] = at.UTC()
+	}
+	n := q.Config().Names()
+	stmt, args := integration.InsertStatement(n.Qualified(dialect.MSSQL, n.Jobs()), cols,
+		func(i int) string { return fmt.Sprintf("@p%d", i) })
+	stmt = strings.Replace(stmt, ") VALUES (", ") OUTPUT inserted.id VALUES (", 1)
+	ctx := liveCtx(t)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var id int64
+	if err := tx.QueryRowContext(ctx, stmt, args...).Scan(&id); err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
+	if key, ok := cols["dedupe_key"]; ok {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO "+n.Qualified(dialect.MSSQL, n.Prefix+"jobs_dedupe")+
+			" (queue, dedupe_key, id) VALUES (@p1, @p2, @p3)", cols["queue"], key, id); err != nil {
+			t.Fatalf("dedupe key: %v", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}

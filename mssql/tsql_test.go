@@ -443,6 +443,9 @@ var columns = sync.OnceValues(func() (map[string][]string, error) {
 			return err
 		}
 		up, _, _ := strings.Cut(string(b), "-- +goose Down")
+		if !hasStatement(up) {
+			return nil // a version with nothing to change here
+		}
 		stmts, err := parseBatch(up)
 		if err != nil {
 			return err
@@ -974,4 +977,15 @@ func checkSQL(name, text string, args map[string]any) error {
 		}
 	}
 	return c.err()
+}
+
+// hasStatement reports whether sql holds anything but comments and blank
+// lines.
+func hasStatement(sql string) bool {
+	for _, line := range strings.Split(sql, "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "--") {
+			return true
+		}
+	}
+	return false
 }

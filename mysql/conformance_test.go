@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/integration"
@@ -46,6 +47,7 @@ func TestConformance(t *testing.T) {
 		Leftovers: func(t *testing.T, c queue.Claimer) []string {
 			return openTrx(t, sessionOf(c))
 		},
+		InsertRaw: insertRaw,
 		// New on a *sql.DB of the user's, with room for a claimer and its
 		// completions; every connection it holds stays idle in it.
 		UserPool: func(t *testing.T, cfg queue.Config) (*queue.Queue, func(*testing.T) []map[string]string) {
@@ -85,4 +87,18 @@ func claimedWithTokens(t *testing.T, c *Claimer) []int64 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// insertRaw inserts a job as a producer does from the mysql client:
+// DATETIME(6) holds UTC wall-clock time.
+func insertRaw(t *testing.T, q *queue.Queue, cols map[string]any) {
+	t.Helper()
+	if at, ok := cols["run_at"].(time.Time); ok {
+		cols["run_at"] = at.UTC()
+	}
+	n := q.Config().Names()
+	stmt, args := integration.InsertStatement(n.Qualified(dialect.MySQL, n.Jobs()), cols, func(int) string { return "?" })
+	if _, err := q.Driver().(*Driver).DB().ExecContext(context.Background(), stmt, args...); err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
 }

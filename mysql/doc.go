@@ -1,4 +1,4 @@
-// Package mysql is the dbq dialect for MySQL 8.0+ and MariaDB 10.6+, on
+// Package mysql is the dbq dialect for MySQL 8.0.13+ and MariaDB 10.6+, on
 // github.com/go-sql-driver/mysql: the candidate-select, SKIP LOCKED, UPDATE
 // claim of SEEDS 002 (Köhntopp, "MySQL: a job queue in Python"), made to
 // scale with the number of claimers.
@@ -274,4 +274,13 @@
 // the pool's sessions keep their own lock wait timeout, which then bounds
 // the lock waits of Complete, Retry, Release, Extend and the admin
 // methods.
+//
+// # Producers in other languages
+//
+// A producer may insert with plain SQL, naming only queue and payload:
+// run_at and created_at default to UTC_TIMESTAMP(6) (schema version 00003),
+// and every time column holds UTC wall-clock time, whatever the session
+// time zone. Those are expression defaults, which need MySQL 8.0.13+ or
+// MariaDB 10.2+; dbq's floor (MySQL 8.0.13, MariaDB 10.6) has them. The
+// README's "Producers in other languages" lists the columns.
 package mysql

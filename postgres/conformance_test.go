@@ -49,6 +49,7 @@ func harness(s Strategy) integration.Harness {
 			t.Helper()
 			return userPoolQueue(t, Config{Config: cfg, Strategy: s})
 		},
+		InsertRaw: insertRaw,
 	}
 	switch s {
 	case Advisory:
@@ -248,4 +249,16 @@ func skipLockedClaimed(t *testing.T, c *SkipLockedClaimer) []int64 {
 		t.Fatalf("claimed rows: %v", err)
 	}
 	return ids
+}
+
+// insertRaw inserts a job as a producer does from psql: timestamptz takes
+// the instant as it is.
+func insertRaw(t *testing.T, q *queue.Queue, cols map[string]any) {
+	t.Helper()
+	n := q.Config().Names()
+	stmt, args := integration.InsertStatement(n.Qualified(dialect.Postgres, n.Jobs()), cols,
+		func(i int) string { return fmt.Sprintf("$%d", i) })
+	if _, err := driverOf(t, q).Pool().Exec(testCtx(t), stmt, args...); err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
 }

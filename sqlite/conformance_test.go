@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/integration"
@@ -51,6 +52,7 @@ func harness() integration.Harness {
 			sc.abandon()
 		},
 		Leftovers: leftovers,
+		InsertRaw: insertRaw,
 	}
 }
 
@@ -139,4 +141,18 @@ func claimedRows(t *testing.T, c *Claimer) []int64 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// insertRaw inserts a job as a producer does from the sqlite3 shell: times
+// are integer microseconds since the Unix epoch.
+func insertRaw(t *testing.T, q *queue.Queue, cols map[string]any) {
+	t.Helper()
+	if at, ok := cols["run_at"].(time.Time); ok {
+		cols["run_at"] = at.UnixMicro()
+	}
+	n := q.Config().Names()
+	stmt, args := integration.InsertStatement(n.Qualified(dialect.SQLite, n.Jobs()), cols, func(int) string { return "?" })
+	if _, err := driverOf(t, q).DB().ExecContext(context.Background(), stmt, args...); err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
 }

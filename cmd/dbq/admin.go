@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -58,9 +57,7 @@ func (l *listFlags) list(cmd *cobra.Command, g *globals, f queue.JobFilter) erro
 		for i, j := range jobs {
 			out[i] = toJSON(j)
 		}
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return printJSON(cmd.OutOrStdout(), out)
 	}
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tQUEUE\tSTATE\tPRIORITY\tATTEMPT\tRUN AT\tLAST ERROR")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,9 +40,7 @@ migrate up runs it after migrating.`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rs); err != nil {
+				if err := printJSON(cmd.OutOrStdout(), rs); err != nil {
 					return err
 				}
 			} else if err := printChecks(cmd.OutOrStdout(), rs); err != nil {
@@ -63,8 +60,9 @@ migrate up runs it after migrating.`,
 
 // check runs the schema version probe and queue.Check.
 func (g *globals) check(ctx context.Context) ([]queue.CheckResult, error) {
-	rs := []queue.CheckResult{g.checkVersion(ctx)}
-	if !rs[0].OK {
+	v, at := g.checkVersion(ctx)
+	rs := []queue.CheckResult{v}
+	if !v.OK && at != 0 {
 		return rs, nil
 	}
 	q, err := g.open(ctx, g.config())
@@ -72,22 +70,33 @@ func (g *globals) check(ctx context.Context) ([]queue.CheckResult, error) {
 		return nil, err
 	}
 	defer q.Close()
+	if !v.OK {
+		// dbq's version table says nothing was applied: the tables may
+		// still be there, made with another tool from `dbq migrate sql`.
+		// Then the other probes tell whether they serve.
+		if _, err := q.Stats(ctx); err != nil {
+			return rs, nil
+		}
+		rs[0] = queue.CheckResult{Name: "version", OK: true,
+			Saw: "the tables exist but dbq's version table is empty: migrated with another tool? (dbq migrate sql prints every version)"}
+	}
 	return append(rs, queue.Check(ctx, q)...), nil
 }
 
-// checkVersion compares the schema's version with the latest migration.
-func (g *globals) checkVersion(ctx context.Context) queue.CheckResult {
-	r := queue.CheckResult{Name: "version"}
+// checkVersion compares the schema's version, which it also returns, with
+// the latest migration.
+func (g *globals) checkVersion(ctx context.Context) (r queue.CheckResult, at int64) {
+	r = queue.CheckResult{Name: "version"}
 	p, db, err := dbq.Migrator(ctx, g.dsn, g.config())
 	if err != nil {
 		r.Saw, r.Fix = err.Error(), "check the DSN and that the database answers"
-		return r
+		return r, -1
 	}
 	defer db.Close()
 	at, latest, err := p.GetVersions(ctx)
 	if err != nil {
 		r.Saw, r.Fix = err.Error(), "run `dbq migrate up`"
-		return r
+		return r, -1
 	}
 	r.Saw = fmt.Sprintf("schema at version %d of %d", at, latest)
 	switch {
@@ -98,7 +107,7 @@ func (g *globals) checkVersion(ctx context.Context) queue.CheckResult {
 	default:
 		r.OK = true
 	}
-	return r
+	return r, at
 }
 
 func printChecks(w io.Writer, rs []queue.CheckResult) error {

@@ -126,3 +126,4 @@ func allJobs(t *testing.T, q *queue.Queue, name string) []*queue.Job {
 		}
 	}
 }
+

@@ -118,10 +118,11 @@ func run(args []string) int {
 }
 
 // errorLine is err as the CLI prints it: one "dbq:" prefix, however many
-// layers added theirs. Passwords are kept out at the source, where a DSN
-// goes into a message (dialect.Redact), not by rewriting the message.
+// layers added theirs (a wrapped sentinel keeps its own inside the
+// wrapper's text). Passwords are kept out at the source, where a DSN goes
+// into a message (dialect.Redact), not by rewriting the message.
 func errorLine(err error) string {
-	msg := err.Error()
+	msg := strings.ReplaceAll(err.Error(), ": dbq: ", ": ")
 	if !strings.HasPrefix(msg, "dbq:") {
 		msg = "dbq: " + msg
 	}
@@ -139,7 +140,9 @@ that many workers on many machines drain in parallel.
 
 The database is named by --dsn (or $DBQ_DSN):
   postgres://user:pass@host:5432/db   mysql://user:pass@host:3306/db
-  sqlserver://user:pass@host:1433?database=db   sqlite:path/to/file.db`,
+  sqlserver://user:pass@host:1433?database=db   sqlite:path/to/file.db
+or in the driver's own form: user:pass@tcp(host:3306)/db, host=h user=u dbname=db,
+  server=h;user id=u;password=p;database=db`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

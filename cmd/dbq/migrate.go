@@ -1,17 +1,22 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 
 	"github.com/dbqueue/dbq"
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/migrations"
 	"github.com/pressly/goose/v3"
 	"github.com/spf13/cobra"
 )
 
 func migrateCmd(g *globals) *cobra.Command {
 	cmd := group(&cobra.Command{
-		Use:   "migrate up|down|status",
+		Use:   "migrate up|down|status|sql",
 		Short: "Create, roll back or show the job schema (needs DDL rights)",
 	})
 	var noCheck bool
@@ -104,8 +109,96 @@ func migrateCmd(g *globals) *cobra.Command {
 			return nil
 		}),
 	}
-	cmd.AddCommand(up, down, status)
+	cmd.AddCommand(up, down, status, migrateSQLCmd(g))
 	return cmd
+}
+
+// migrateSQLCmd prints the migrations as plain SQL, or writes them as goose
+// files, for teams that apply migrations with their own tool. It connects
+// to nothing: --dsn only names the dialect.
+func migrateSQLCmd(g *globals) *cobra.Command {
+	var (
+		dialectName, dir string
+		version          int64
+		down             bool
+	)
+	cmd := &cobra.Command{
+		Use:   "sql [--dialect D] [--version N] [--down] [--dir DIR]",
+		Short: "Print the migrations as plain SQL, or write goose files, for your own migration tool (connects to nothing)",
+		Long: `Print the job schema's migrations as plain SQL, rendered for --schema and
+--prefix: every version (--version N: one), the up direction (--down: the
+down direction, newest first). With --dir DIR, write them instead as goose
+files (NNNNN_name.sql with goose annotations), which the goose CLI applies
+as they are:
+
+  dbq migrate sql --dialect postgres --dir db/dbq
+  goose -dir db/dbq postgres "$DATABASE_URL" up
+
+The dialect comes from --dialect (postgres, mysql, sqlserver, sqlite) or else
+from the scheme of --dsn; nothing connects to a database. Keep to one tool
+for a set of tables: goose keeps its own version table, dbq migrate its own.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := g.sqlDialect(cmd, dialectName)
+			if err != nil {
+				return err
+			}
+			n := g.config().Names()
+			if dir != "" {
+				if version != 0 || down {
+					return errors.New("--dir writes every version, both directions: drop --version and --down")
+				}
+				paths, err := migrations.WriteDir(dir, d, n)
+				for _, p := range paths {
+					fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", p)
+				}
+				return err
+			}
+			if version < 0 {
+				return fmt.Errorf("--version %d: want a version number > 0 (0: all)", version)
+			}
+			s, err := migrations.SQL(d, n, version, down)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprint(cmd.OutOrStdout(), s)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dialectName, "dialect", "", "postgres, mysql (MariaDB too), sqlserver or sqlite (default: the scheme of --dsn)")
+	f.Int64Var(&version, "version", 0, "only this migration version (default: all)")
+	f.BoolVar(&down, "down", false, "the down direction, newest first")
+	f.StringVar(&dir, "dir", "", "write goose files into this directory instead of printing")
+	return cmd
+}
+
+// sqlDialect is the dialect `migrate sql` renders for: --dialect, else the
+// --dsn given (flag or $DBQ_DSN). The built-in default DSN does not count:
+// a user who names nothing is asked to.
+func (g *globals) sqlDialect(cmd *cobra.Command, name string) (dialect.Name, error) {
+	if name != "" {
+		d, ok := dialectNames[strings.ToLower(name)]
+		if !ok {
+			return "", fmt.Errorf("--dialect %q: want postgres, mysql, sqlserver or sqlite", name)
+		}
+		return d, nil
+	}
+	if !cmd.Flags().Changed("dsn") && os.Getenv("DBQ_DSN") == "" {
+		return "", errors.New("name the dialect: --dialect postgres|mysql|sqlserver|sqlite, or --dsn (its scheme is enough)")
+	}
+	p, err := dialect.ParseDSN(g.dsn)
+	if err != nil {
+		return "", err
+	}
+	return p.Dialect, nil
+}
+
+var dialectNames = map[string]dialect.Name{
+	"postgres": dialect.Postgres, "postgresql": dialect.Postgres,
+	"mysql": dialect.MySQL, "mariadb": dialect.MySQL,
+	"sqlserver": dialect.MSSQL, "mssql": dialect.MSSQL,
+	"sqlite": dialect.SQLite, "sqlite3": dialect.SQLite,
 }
 
 // withMigrator opens the goose provider for --dsn around fn. Only a

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -96,9 +95,7 @@ apart: held, retried or snoozed ("worked"), or completed ("gone").`,
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if jerr := enc.Encode(rep); jerr != nil {
+				if jerr := printJSON(out, rep); jerr != nil {
 					return jerr
 				}
 			} else {

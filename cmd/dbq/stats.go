@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -26,12 +25,7 @@ func statsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if st == nil {
-					st = st[:0]
-				}
-				return enc.Encode(st)
+				return printJSON(cmd.OutOrStdout(), st)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "QUEUE\tREADY\tSCHEDULED\tHELD\tDEAD\tPAUSED\tOLDEST READY\t")

@@ -23,7 +23,7 @@ func TestBadInputRefused(t *testing.T) {
 		args  []string
 		want  string
 	}{
-		{"", []string{"migrate", "bogus"}, `unknown command "bogus" for "dbq migrate" (want down, status, up)`},
+		{"", []string{"migrate", "bogus"}, `unknown command "bogus" for "dbq migrate" (want down, sql, status, up)`},
 		{"", []string{"dead", "bogus"}, `unknown command "bogus" for "dbq dead"`},
 		{"", []string{"migrate", "down", "--to", "99"}, "--to 99: the schema is at version"},
 		{"", []string{"bench", "--workers", "0"}, "--workers 0: want at least 1"},
@@ -44,6 +44,9 @@ func TestBadInputRefused(t *testing.T) {
 		{"", []string{"enqueue", "--lines", "--count", "2"}, "--lines reads every payload from stdin"},
 		{big, []string{"enqueue"}, "payload too large: the payload on stdin is over the limit of 1048576 bytes; nothing enqueued"},
 		{"ok\n" + big + "\n", []string{"enqueue", "--lines"}, "payload too large: line 2 of stdin is over the limit of 1048576 bytes; nothing enqueued"},
+		{"", []string{"enqueue", "-q", "a b", "x"}, `job 0: invalid queue name: "a b"`},
+		{"", []string{"migrate", "sql", "--dialect", "oracle"}, `--dialect "oracle": want postgres, mysql, sqlserver or sqlite`},
+		{"", []string{"migrate", "sql", "--dialect", "mysql", "--version", "99"}, "mysql has no migration version 99"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		out, err := dbqCmd(ctx, c.stdin, append(g, c.args...)...)
@@ -53,8 +56,8 @@ func TestBadInputRefused(t *testing.T) {
 			t.Errorf("dbq %s succeeded:\n%s", shown, out)
 			continue
 		}
-		if line := errorLine(err); !strings.Contains(line, c.want) || strings.Contains(line, "\n") || strings.HasPrefix(line, "dbq: dbq:") {
-			t.Errorf("dbq %s: %q, want one line with %q", shown, line, c.want)
+		if line := errorLine(err); !strings.Contains(line, c.want) || strings.Contains(line, "\n") || strings.Count(line, "dbq:") != 1 {
+			t.Errorf("dbq %s: %q, want one line with %q and one dbq: prefix", shown, line, c.want)
 		}
 	}
 	if st := stats(t, g); len(st) != 0 {

@@ -1,0 +1,13 @@
+-- +goose Up
+-- The producer contract (README, "Producers in other languages"): an
+-- INSERT INTO jobs (queue, payload) alone must fill every other column.
+-- Nothing to change here: version 00001 already gives id its sequence,
+-- run_at and created_at SYSUTCDATETIME() (UTC) and priority, attempt,
+-- max_attempts and state their defaults. No trigger could record a
+-- producer's dedupe_key in jobs_dedupe (jobs is an OUTPUT INTO target),
+-- so a producer that sets one inserts that row itself, in the same
+-- transaction. The version exists so that every dialect has the same
+-- versions. goose records it as applied; it runs no statement.
+
+-- +goose Down
+-- Nothing to undo.

@@ -1,0 +1,11 @@
+-- +goose Up
+-- The producer contract (README, "Producers in other languages"): an
+-- INSERT INTO jobs (queue, payload) alone must fill every other column.
+-- Nothing to change here: version 00001 already gives run_at and
+-- created_at now() (timestamptz, an absolute instant whatever the session
+-- time zone) and priority, attempt, max_attempts and state their defaults.
+-- The version exists so that every dialect has the same versions. goose
+-- records it as applied; it runs no statement.
+
+-- +goose Down
+-- Nothing to undo.
