@@ -1,5 +1,5 @@
 // Package integration is the dbq conformance suite: the claim contract of
-// ../DESIGN.md checked against a real database. Every dialect, including a
+// Claimer contract (package queue) checked against a real database. Every dialect, including a
 // third party's, runs it from one test:
 //
 //	func TestConformance(t *testing.T) {

@@ -11,7 +11,7 @@ type Strategy int
 
 const (
 	// DeleteTop is the default: DELETE TOP (n) ... WITH (NOWAIT, ROWLOCK)
-	// of a random pick among the first Window ready rows (SEEDS 003). A
+	// of a random pick among the first Window ready rows (the randomized top-X pick of SQL Server archiving agents). A
 	// claimer that meets a row another claimer is taking fails at once with
 	// error 1222 and picks again.
 	DeleteTop Strategy = iota

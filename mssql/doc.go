@@ -20,7 +20,7 @@
 // wherever this package counts, lists, dedupes or cancels held jobs, they
 // are the rows of jobs_inflight, whatever [Config.Strategy] claimed them.
 //
-// # The claim (SEEDS 003, made crash-safe)
+// # The claim (a randomized top-X DELETE, made crash-safe)
 //
 // A claim is one autocommit statement, sql/claim.sql:
 //

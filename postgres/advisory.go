@@ -20,9 +20,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// AdvisoryClaimer claims jobs with session advisory locks (SEEDS 000) on a
-// connection of its own, taken from the pool by NewClaimer and given back,
-// with no lock left, by Close. A claimed job's row is not written: the lock
+// AdvisoryClaimer claims jobs with session advisory locks, one per row
+// along the claim index and then a post-check, on a connection of its own,
+// taken from the pool by NewClaimer and given back, with no lock left, by
+// Close. A claimed job's row is not written: the lock
 // is the claim, and it ends when the claimer unlocks it or its connection
 // closes. Its methods run one at a time.
 //

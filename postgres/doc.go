@@ -7,7 +7,7 @@
 //
 // # Two claim strategies
 //
-// Advisory (the default; SEEDS 000) claims a job by taking a session
+// Advisory (the default) claims a job by taking a session
 // advisory lock on it, pg_try_advisory_lock(table oid, id folded to int4):
 // nothing is written to claim a job, claimers never wait on each other, and
 // when a claimer dies its connection closes and PostgreSQL drops its locks,

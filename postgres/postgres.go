@@ -25,7 +25,7 @@ import (
 type Strategy int
 
 const (
-	// Advisory claims hold session advisory locks (SEEDS 000): nothing is
+	// Advisory claims hold session advisory locks: nothing is
 	// written to claim a job, and a dead claimer's jobs come back the moment
 	// its connection closes. Each claimer keeps one connection. The default.
 	Advisory Strategy = iota

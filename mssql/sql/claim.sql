@@ -1,4 +1,4 @@
--- claim (Strategy DeleteTop, SEEDS 003): one autocommit statement moves up
+-- claim (Strategy DeleteTop, a randomized top-X DELETE): one autocommit statement moves up
 -- to @n ready jobs of @queue from jobs into jobs_inflight under lease token
 -- @token, and returns them.
 --

@@ -1,4 +1,4 @@
--- Advisory claim (SEEDS 000, the walk Que does, run as one index scan).
+-- Advisory claim (the walk Que does, run as one index scan).
 -- Reads the claim index of queue $1 in (priority, run_at, id) order and
 -- tries a session advisory lock on each row, keyed (table oid, id folded
 -- to int4); a row another session holds is skipped, never waited on. $2

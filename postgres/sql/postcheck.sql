@@ -1,4 +1,4 @@
--- The post-check (SEEDS 000, mandatory): run on the claiming connection
+-- The post-check (mandatory): run on the claiming connection
 -- right after claim_advisory.sql, as a statement of its own. A job that was
 -- completed, retried or made dead by another claimer between the claim's
 -- snapshot and its lock is gone or no longer ready here, because that
