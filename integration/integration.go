@@ -85,4 +85,5 @@ var cases = []testCase{
 	{"FrozenClaimerLosesItsJob", testFrozenClaimer},
 	{"WorkerSnoozeRunsAgain", needsAdmin(testWorkerSnooze)},
 	{"LeavesPoolSessionsAsFound", testPoolSessions},
+	{"SchedulesMakeOneJobPerTick", needsAdmin(testSchedules)},
 }
