@@ -45,7 +45,6 @@ type statements struct {
 	retryDeadIDs, retryDeadAll, setPaused, paused string
 
 	// Schedules (schedule.go).
-	schedules                                                        string // the quoted, qualified schedules table name
 	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused string
 }
 
@@ -55,10 +54,10 @@ func loadStatements(names dialect.Names) (*statements, error) {
 	}
 	names = names.WithDefaults()
 	s := &statements{
-		table:     names.Qualified(dialect.Postgres, names.Jobs()),
-		queues:    names.Qualified(dialect.Postgres, names.Prefix+"queues"),
-		schedules: names.Qualified(dialect.Postgres, names.Prefix+"schedules"),
+		table:  names.Qualified(dialect.Postgres, names.Jobs()),
+		queues: names.Qualified(dialect.Postgres, names.Prefix+"queues"),
 	}
+	schedules := names.Qualified(dialect.Postgres, names.Prefix+"schedules")
 	for file, dst := range map[string]*string{
 		"enqueue":             &s.enqueue,
 		"stats":               &s.stats,
@@ -94,7 +93,7 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		if err != nil {
 			return nil, fmt.Errorf("dbq: postgres: statement %s: %w", file, err)
 		}
-		*dst = strings.NewReplacer(tableMarker, s.table, queuesMarker, s.queues, schedulesMarker, s.schedules).Replace(string(b))
+		*dst = strings.NewReplacer(tableMarker, s.table, queuesMarker, s.queues, schedulesMarker, schedules).Replace(string(b))
 	}
 	s.rescueKey = tableKey("rescue", s.table)
 	s.channel = channelName(s.table)
