@@ -47,7 +47,9 @@ func ParseCrontab(r io.Reader) ([]Schedule, error) {
 			continue
 		}
 		bad := func(format string, args ...any) error {
-			return fmt.Errorf("%w: line %d: %s", ErrCrontab, n, fmt.Sprintf(format, args...))
+			// One "dbq:" prefix: the errors quoted are dbq's too.
+			msg := strings.ReplaceAll(fmt.Sprintf(format, args...), "dbq: ", "")
+			return fmt.Errorf("%w: line %d: %s", ErrCrontab, n, msg)
 		}
 		if z, ok := strings.CutPrefix(line, "CRON_TZ="); ok && !strings.ContainsAny(z, " \t") {
 			if _, err := Parse("@daily", z); err != nil {

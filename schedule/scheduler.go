@@ -214,11 +214,11 @@ func New(q *queue.Queue, schedules []Schedule, cfg Config) (*Scheduler, error) {
 		}
 		seen[s.Name] = true
 		if err := dialect.ValidateQueue(s.Queue); err != nil {
-			return nil, fmt.Errorf("schedule %s: %w", s.Name, err)
+			return nil, fmt.Errorf("%w (schedule %s)", err, s.Name)
 		}
 		spec, err := Parse(s.Spec, s.TimeZone)
 		if err != nil {
-			return nil, fmt.Errorf("schedule %s: %w", s.Name, err)
+			return nil, fmt.Errorf("%w (schedule %s)", err, s.Name)
 		}
 		if s.MaxMissed == 0 {
 			s.MaxMissed = DefaultMaxMissed
