@@ -86,4 +86,5 @@ var cases = []testCase{
 	{"WorkerSnoozeRunsAgain", needsAdmin(testWorkerSnooze)},
 	{"LeavesPoolSessionsAsFound", testPoolSessions},
 	{"ProducerInsertsWithPlainSQL", testProducer},
+	{"SchedulesMakeOneJobPerTick", needsAdmin(testSchedules)},
 }

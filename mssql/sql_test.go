@@ -347,7 +347,7 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 		t.Fatal("cut-off claim succeeded")
 	}
 
-	sent := append(append(f.statements(), uf.statements()...), cf.statements()...)
+	sent := append(append(append(f.statements(), uf.statements()...), cf.statements()...), scheduleStatementsSent(t)...)
 	seen := map[string]int{}
 	for _, s := range sent {
 		if s.name == "" {
@@ -501,7 +501,7 @@ func TestMigrationShape(t *testing.T) {
 		tables = append(tables, table)
 	}
 	sort.Strings(tables)
-	if !slices.Equal(tables, []string{"jobs", "jobs_dedupe", "jobs_inflight", "queues"}) {
+	if !slices.Equal(tables, []string{"jobs", "jobs_dedupe", "jobs_inflight", "queues", "schedules"}) {
 		t.Errorf("tables %v", tables)
 	}
 }

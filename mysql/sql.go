@@ -100,6 +100,7 @@ func stripComments(s string) string {
 type stmtData struct {
 	Jobs       string
 	Queues     string
+	Schedules  string
 	ClaimIndex string
 	List       string
 	Rows       []struct{}
@@ -133,6 +134,7 @@ func newStatements(n dialect.Names, lockWaitSeconds int) (*statements, error) {
 	return &statements{base: stmtData{
 		Jobs:            n.Qualified(dialect.MySQL, n.Jobs()),
 		Queues:          n.Qualified(dialect.MySQL, n.Prefix+"queues"),
+		Schedules:       n.Qualified(dialect.MySQL, n.Prefix+"schedules"),
 		ClaimIndex:      dialect.Quote(dialect.MySQL, n.Prefix+"jobs_claim"),
 		LockWaitSeconds: lockWaitSeconds,
 	}}, nil

@@ -17,8 +17,9 @@ import (
 var sqlFiles embed.FS
 
 const (
-	tableMarker  = "{{jobs}}"
-	queuesMarker = "{{queues}}"
+	tableMarker     = "{{jobs}}"
+	queuesMarker    = "{{queues}}"
+	schedulesMarker = "{{schedules}}"
 )
 
 // statements holds the rendered SQL for one jobs table.
@@ -42,6 +43,9 @@ type statements struct {
 	// Admin.
 	enqueueUnique, dedupeExisting, jobs, cancel   string
 	retryDeadIDs, retryDeadAll, setPaused, paused string
+
+	// Schedules (schedule.go).
+	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused string
 }
 
 func loadStatements(names dialect.Names) (*statements, error) {
@@ -53,6 +57,7 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		table:  names.Qualified(dialect.Postgres, names.Jobs()),
 		queues: names.Qualified(dialect.Postgres, names.Prefix+"queues"),
 	}
+	schedules := names.Qualified(dialect.Postgres, names.Prefix+"schedules")
 	for file, dst := range map[string]*string{
 		"enqueue":             &s.enqueue,
 		"stats":               &s.stats,
@@ -79,12 +84,16 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"retry_dead_all":      &s.retryDeadAll,
 		"set_paused":          &s.setPaused,
 		"paused":              &s.paused,
+		"schedule_upsert":     &s.scheduleUpsert,
+		"schedule_advance":    &s.scheduleAdvance,
+		"schedules":           &s.scheduleList,
+		"schedule_set_paused": &s.scheduleSetPaused,
 	} {
 		b, err := sqlFiles.ReadFile("sql/" + file + ".sql")
 		if err != nil {
 			return nil, fmt.Errorf("dbq: postgres: statement %s: %w", file, err)
 		}
-		*dst = strings.NewReplacer(tableMarker, s.table, queuesMarker, s.queues).Replace(string(b))
+		*dst = strings.NewReplacer(tableMarker, s.table, queuesMarker, s.queues, schedulesMarker, schedules).Replace(string(b))
 	}
 	s.rescueKey = tableKey("rescue", s.table)
 	s.channel = channelName(s.table)

@@ -21,8 +21,9 @@ var sqlFiles embed.FS
 
 // {{queues}} marks the queues table (pause flags) the same way.
 const (
-	tableMarker  = "{{jobs}}"
-	queuesMarker = "{{queues}}"
+	tableMarker     = "{{jobs}}"
+	queuesMarker    = "{{queues}}"
+	schedulesMarker = "{{schedules}}"
 )
 
 // enqueueRowParams is the number of bind parameters per enqueued job.
@@ -70,6 +71,8 @@ type statements struct {
 
 	// Admin statements (admin.go).
 	findUnique, jobs, jobsDead, cancel, retryDead, setPaused, paused *stmt
+	// Schedules (schedule.go).
+	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused *stmt
 	// enqueueUnique is the one-job INSERT that skips a dedupe collision.
 	enqueueUnique *stmt
 
@@ -86,12 +89,13 @@ type statements struct {
 func loadStatements(names dialect.Names) (*statements, error) {
 	table := names.Qualified(dialect.SQLite, names.Jobs())
 	queues := names.Qualified(dialect.SQLite, names.WithDefaults().Prefix+"queues")
+	schedules := names.Qualified(dialect.SQLite, names.WithDefaults().Prefix+"schedules")
 	read := func(name string) (string, error) {
 		b, err := sqlFiles.ReadFile("sql/" + name + ".sql")
 		if err != nil {
 			return "", fmt.Errorf("dbq: sqlite: statement %s: %w", name, err)
 		}
-		return strings.NewReplacer(tableMarker, table, queuesMarker, queues).Replace(string(b)), nil
+		return strings.NewReplacer(tableMarker, table, queuesMarker, queues, schedulesMarker, schedules).Replace(string(b)), nil
 	}
 	s := &statements{}
 	for name, dst := range map[string]**stmt{
@@ -110,6 +114,11 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"retry_dead":  &s.retryDead,
 		"set_paused":  &s.setPaused,
 		"paused":      &s.paused,
+
+		"schedule_upsert":     &s.scheduleUpsert,
+		"schedule_advance":    &s.scheduleAdvance,
+		"schedules":           &s.scheduleList,
+		"schedule_set_paused": &s.scheduleSetPaused,
 	} {
 		text, err := read(name)
 		if err != nil {
@@ -186,7 +195,8 @@ func (s *statements) enqueueText(n int) string {
 
 func (s *statements) close() {
 	for _, st := range []*stmt{s.claim, s.complete, s.retry, s.release, s.extend, s.rescue, s.stats, s.enqueueFull,
-		s.findUnique, s.jobs, s.cancel, s.retryDead, s.setPaused, s.paused, s.enqueueUnique} {
+		s.findUnique, s.jobs, s.cancel, s.retryDead, s.setPaused, s.paused, s.enqueueUnique,
+		s.scheduleUpsert, s.scheduleAdvance, s.scheduleList, s.scheduleSetPaused} {
 		st.close()
 	}
 	for _, st := range s.enqueuePow2 {

@@ -36,6 +36,7 @@ func workCmd(g *globals) *cobra.Command {
 		poll            time.Duration
 		metricsAddr     string
 		noWakeups       bool
+		scheduleFile    string
 		ledger          *ledgerOptions
 	)
 	cmd := &cobra.Command{
@@ -107,6 +108,13 @@ latencies, and every queue's depth, counted on each scrape.`,
 			if err != nil {
 				return err
 			}
+			if scheduleFile != "" {
+				stop, err := runSchedules(cmd.Context(), q, scheduleFile, cfg.Logger)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			// A second signal ends the grace period at once: the running
 			// commands are killed and their jobs released.
 			ran := make(chan struct{})
@@ -133,6 +141,7 @@ latencies, and every queue's depth, counted on each scrape.`,
 	f.DurationVar(&poll, "poll", time.Second, "pause after a claim that found fewer jobs than free slots")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090")
 	f.BoolVar(&noWakeups, "no-wakeups", false, "only poll, even where the database can wake idle workers (PostgreSQL LISTEN/NOTIFY)")
+	f.StringVar(&scheduleFile, "schedule", "", "also run the schedules of this crontab-like file (see dbq schedule --help)")
 	ledger = addLedgerFlags(f)
 	return cmd
 }

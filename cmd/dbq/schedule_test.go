@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbqueue/dbq/queue"
+)
+
+// dbq schedule --file runs the file's schedules; schedules list shows
+// them, pause and resume set the flag; a bad line is refused with its
+// number.
+func TestScheduleCommands(t *testing.T) {
+	t.Parallel()
+	for _, db := range testDBs(t) {
+		t.Run(string(db.d), func(t *testing.T) {
+			t.Parallel()
+			g, q := cliDB(t, db)
+			file := filepath.Join(t.TempDir(), "crontab")
+			src := "# test\n@every 1s  ticks  {\"n\": 1}\nCRON_TZ=Europe/Berlin\n0 3 * * *  nightly\n"
+			if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+			defer cancel()
+			if out, err := dbqCmd(ctx, "", append(g, "schedule", "--file", file)...); err != nil {
+				t.Fatalf("schedule: %v\n%s", err, out)
+			}
+			jobs := allJobs(t, q, "ticks")
+			if len(jobs) < 1 || len(jobs) > 3 || string(jobs[0].Payload) != `{"n": 1}` {
+				t.Fatalf("%d jobs in 2.5 s of @every 1s: %+v", len(jobs), jobs)
+			}
+			var got []queue.ScheduleInfo
+			if err := json.Unmarshal([]byte(mustRun(t, "", append(g, "schedules", "list", "--json")...)), &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || got[0].Queue != "nightly" || got[0].TimeZone != "Europe/Berlin" || got[0].NextTick.UTC().Hour()%24 > 2 ||
+				got[1].Spec != "@every 1s" || !got[1].LastTick.Equal(jobs[len(jobs)-1].RunAt) {
+				t.Fatalf("schedules %+v", got)
+			}
+			mustRun(t, "", append(g, "schedules", "pause", got[1].Name)...)
+			table := mustRun(t, "", append(g, "schedules", "list")...)
+			if !strings.Contains(table, "NEXT TICK") || !strings.Contains(table, got[1].Name) || !strings.Contains(table, "true") {
+				t.Fatalf("list after pause:\n%s", table)
+			}
+			mustRun(t, "", append(g, "schedules", "resume", got[1].Name)...)
+			if _, err := dbqCmd(context.Background(), "", append(g, "schedules", "resume", "nosuch")...); err == nil || !strings.Contains(err.Error(), "not found") {
+				t.Fatalf("resume of nosuch: %v", err)
+			}
+			if err := os.WriteFile(file, []byte("@hourly q\n\n0 25 * * * q\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dbqCmd(context.Background(), "", append(g, "schedule", "--file", file)...); err == nil || !strings.Contains(err.Error(), "line 3:") {
+				t.Fatalf("bad file: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,4 @@
+-- schedules: every stored schedule, in name order.
+SELECT name, spec, time_zone, queue, last_tick, next_tick, paused, updated_at
+FROM {{table "schedules"}}
+ORDER BY name;

@@ -1,0 +1,129 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/dbqueue/dbq/queue"
+)
+
+var _ queue.ScheduleStore = (*Driver)(nil)
+
+// The schedule statements (sql/schedule*.sql).
+const (
+	sqlScheduleUpsert    = "schedule_upsert"
+	sqlScheduleAdvance   = "schedule_advance"
+	sqlSchedulePaused    = "schedule_paused"
+	sqlSchedules         = "schedules"
+	sqlScheduleSetPaused = "schedule_set_paused"
+)
+
+// UpsertSchedule stores def or updates its definition
+// (schedule_upsert.sql).
+func (d *Driver) UpsertSchedule(ctx context.Context, def queue.ScheduleDef) error {
+	if d.closed.Load() {
+		return queue.ErrClosed
+	}
+	next := nullTime(def.NextTick)
+	return d.retry(ctx, func() error {
+		_, err := d.db.ExecContext(ctx, d.stmts.get(sqlScheduleUpsert, 0),
+			def.Name, def.Spec, def.TimeZone, def.Queue, next, def.Spec, def.TimeZone, def.Queue, next)
+		return d.classify("upsert schedule", err)
+	})
+}
+
+// AdvanceSchedule runs schedule_advance.sql and, when it changed the row
+// and the schedule is not paused, EnqueueUnique, in one READ COMMITTED
+// transaction, run again whole after a deadlock.
+func (d *Driver) AdvanceSchedule(ctx context.Context, t queue.Tick) (queue.TickResult, error) {
+	if d.closed.Load() {
+		return queue.TickResult{}, queue.ErrClosed
+	}
+	var res queue.TickResult
+	err := d.retry(ctx, func() error {
+		res = queue.TickResult{}
+		tx, err := beginRC(ctx, d.db)
+		if err != nil {
+			return d.classify("advance schedule", err)
+		}
+		defer tx.Rollback() // after Commit: nothing to do
+		at := formatTime(t.At)
+		r, err := tx.ExecContext(ctx, d.stmts.get(sqlScheduleAdvance, 0), at, nullTime(t.Next), t.Schedule, at)
+		if err != nil {
+			return d.classify("advance schedule", err)
+		}
+		if n, err := r.RowsAffected(); err != nil || n == 0 {
+			return d.classify("advance schedule", err)
+		}
+		res.Advanced = true
+		if err := tx.QueryRowContext(ctx, d.stmts.get(sqlSchedulePaused, 0), t.Schedule).Scan(&res.Paused); err != nil {
+			return d.classify("advance schedule", err)
+		}
+		if !res.Paused {
+			if res.JobID, res.Existed, err = d.EnqueueUnique(ctx, tx, t.Job); err != nil {
+				return err
+			}
+		}
+		return d.classify("advance schedule", tx.Commit())
+	})
+	if err != nil {
+		return queue.TickResult{}, err
+	}
+	return res, nil
+}
+
+// Schedules lists the stored schedules in name order (schedules.sql).
+func (d *Driver) Schedules(ctx context.Context) ([]queue.ScheduleInfo, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlSchedules, 0))
+	if err != nil {
+		return nil, d.classify("schedules", err)
+	}
+	defer rows.Close()
+	var out []queue.ScheduleInfo
+	for rows.Next() {
+		var (
+			s                   queue.ScheduleInfo
+			last, next, updated utcTime
+		)
+		if err := rows.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Queue, &last, &next, &s.Paused, &updated); err != nil {
+			return nil, d.classify("schedules", err)
+		}
+		s.LastTick, s.NextTick, s.UpdatedAt = last.T, next.T, updated.T
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.classify("schedules", err)
+	}
+	return out, nil
+}
+
+// SetSchedulePaused pauses or resumes a stored schedule
+// (schedule_set_paused.sql). updated_at changes with every call, so the
+// affected-row count tells a stored schedule from a missing one.
+func (d *Driver) SetSchedulePaused(ctx context.Context, name string, paused bool) error {
+	if d.closed.Load() {
+		return queue.ErrClosed
+	}
+	var n int64
+	err := d.retry(ctx, func() error {
+		r, err := d.db.ExecContext(ctx, d.stmts.get(sqlScheduleSetPaused, 0), paused, name)
+		if err != nil {
+			return d.classify("set schedule paused", err)
+		}
+		n, err = r.RowsAffected()
+		return d.classify("set schedule paused", err)
+	})
+	if err == nil && n == 0 {
+		return queue.ErrScheduleNotFound
+	}
+	return err
+}
+
+// nullTime renders t as formatTime does, or NULL for the zero time.
+func nullTime(t time.Time) sql.NullString {
+	return sql.NullString{String: formatTime(t), Valid: !t.IsZero()}
+}
