@@ -19,12 +19,13 @@ import (
 // Store is the shared in-memory table. Migrated false makes every call fail
 // with queue.ErrNotMigrated.
 type Store struct {
-	mu       sync.Mutex
-	rows     map[int64]*queue.Job
-	nextID   int64
-	migrated bool
-	lease    time.Duration
-	paused   map[string]bool
+	mu        sync.Mutex
+	rows      map[int64]*queue.Job
+	nextID    int64
+	migrated  bool
+	lease     time.Duration
+	paused    map[string]bool
+	schedules map[string]*queue.ScheduleInfo
 }
 
 // New returns an empty, migrated store whose claims last lease.
@@ -74,6 +75,11 @@ func (d *driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]in
 	if !s.migrated {
 		return nil, queue.ErrNotMigrated
 	}
+	return s.insert(jobs)
+}
+
+// insert stores jobs, all or none. s.mu is held.
+func (s *Store) insert(jobs []queue.NewJob) ([]int64, error) {
 	keys := map[[2]string]bool{}
 	for _, r := range s.rows {
 		if r.DedupeKey != "" {
