@@ -352,14 +352,14 @@ func TestPauseInClaimSteps(t *testing.T) {
 		t.Fatalf("a paused queue's claim counted %d empty locks of %d claims; want no attempt at all", empty, claims)
 	}
 
-	lockStep := func() []*queue.Job {
+	lockStep := func() []int64 {
 		t.Helper()
 		tx, err := beginRC(ctx, a.conn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		jobs, _, err := a.lock(ctx, tx, ids[:5], "p", 1000)
+		jobs, err := a.lock(ctx, tx, ids[:5], "p")
 		if err != nil {
 			t.Fatal(err)
 		}

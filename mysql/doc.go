@@ -12,7 +12,7 @@
 //
 // # The claim
 //
-// A claim of up to n jobs from queue q runs three steps on the claimer's
+// A claim of up to n jobs from queue q runs four steps on the claimer's
 // own connection:
 //
 //  1. Candidates, outside any transaction (autocommit, so no read view
@@ -27,13 +27,24 @@
 //     'ready' AND run_at <= UTC_TIMESTAMP(6) FOR UPDATE SKIP LOCKED. Rows
 //     another transaction holds are skipped, not waited on; rows that are
 //     no longer ready (stale candidates) fail the WHERE and their lock is
-//     dropped at once. The statement reads the whole rows and the new
-//     lease's end on the database clock, so no read-back is needed (MySQL
-//     has no UPDATE … RETURNING). It checks the pause again, on the
-//     primary.
-//  3. UPDATE … SET state = 'claimed', claim_token, claimed_until WHERE id IN
-//     (the locked ids); COMMIT. The transaction is committed even when it
-//     locked nothing.
+//     dropped at once. It checks the pause again, on the primary.
+//  3. UPDATE … SET state = 'claimed', claim_token, claimed_until = now +
+//     lease WHERE id IN (the locked ids) AND state = 'ready' AND run_at <=
+//     now, by primary key.
+//  4. When the UPDATE changed rows, read back exactly those, whole, by
+//     primary key and the new token (MySQL has no UPDATE … RETURNING);
+//     COMMIT. The transaction is committed even when it locked nothing.
+//
+// Trust the claim, not the path (issue #23): step 3 changes only rows
+// still ready and due, and the claim returns only what step 3 changed, so
+// nothing rests on step 2's locks. On MySQL and MariaDB those locks hold
+// and step 3 changes every row step 2 locked; on a server that accepts
+// SKIP LOCKED but locks nothing (TiDB), two claimers lock the same rows,
+// the second one's UPDATE waits for the first (an UPDATE does lock) and
+// then finds them claimed, and changes and returns none of them. The
+// rescue's UPDATE likewise changes only rows still held and expired and
+// counts what it changed. A test stands in for such a server with a
+// driver wrapper that strips the locking clause.
 //
 // Complete, Retry, Release and Extend run one statement per batch, by
 // primary key and matching state = 'claimed' and each lease's token, in a
@@ -121,7 +132,8 @@
 // back as a failed run (attempt+1, last_error says so, dead when out of
 // attempts, as River and Oban do), by the same steps: candidates among the
 // queue's jobs in flight through the claim index (queue, 'claimed'), then
-// lock by primary key with SKIP LOCKED and UPDATE. There is no index on
+// lock by primary key with SKIP LOCKED and UPDATE the rows still held and
+// expired. There is no index on
 // claimed_until: every claim and completion would move an entry at its
 // hot right edge for a rescue that runs a few times a lease, and measured
 // that cost 8-15% of the server's CPU per job. Claim runs one bounded

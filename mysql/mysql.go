@@ -675,8 +675,9 @@ func rescueLockName(database, table string) string {
 }
 
 // rescueOnce runs one bounded pass over queue q: candidate select through
-// the claim index, then lock by primary key with SKIP LOCKED and update,
-// in a READ COMMITTED transaction.
+// the claim index, then lock by primary key with SKIP LOCKED and update
+// those still held and expired, in a READ COMMITTED transaction. It
+// returns how many rows the update changed.
 func (d *Driver) rescueOnce(ctx context.Context, c conn, q string) (int, error) {
 	var n int
 	err := d.retry(ctx, func() error {
@@ -694,15 +695,22 @@ func (d *Driver) rescueOnce(ctx context.Context, c conn, q string) (int, error) 
 		if err != nil {
 			return d.classify("rescue", err)
 		}
+		// The UPDATE decides: it changes only rows still held and expired,
+		// and the pass counts what it changed.
+		var changed int64
 		if len(locked) > 0 {
-			if _, err := tx.ExecContext(ctx, d.stmts.get(sqlRescue, len(locked)), anys(locked)...); err != nil {
+			res, err := tx.ExecContext(ctx, d.stmts.get(sqlRescue, len(locked)), anys(locked)...)
+			if err != nil {
+				return d.classify("rescue", err)
+			}
+			if changed, err = res.RowsAffected(); err != nil {
 				return d.classify("rescue", err)
 			}
 		}
 		if err := tx.Commit(); err != nil {
 			return d.classify("rescue", err)
 		}
-		n = len(locked)
+		n = int(changed)
 		return nil
 	})
 	if n > 0 {

@@ -33,6 +33,7 @@ const (
 	sqlClaimCandidates  = "claim_candidates"
 	sqlClaimLock        = "claim_lock"
 	sqlClaimUpdate      = "claim_update"
+	sqlClaimRead        = "claim_read"
 	sqlLeaseLock        = "lease_lock"
 	sqlComplete         = "complete"
 	sqlRetry            = "retry"

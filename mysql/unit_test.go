@@ -31,8 +31,9 @@ func TestStatementsRender(t *testing.T) {
 		sqlEnqueue:          func(n int) int { return 8 * n },
 		sqlEnqueueIDs:       func(int) int { return 3 },
 		sqlClaimCandidates:  func(int) int { return 3 },
-		sqlClaimLock:        func(n int) int { return n + 3 },
+		sqlClaimLock:        func(n int) int { return n + 2 },
 		sqlClaimUpdate:      func(n int) int { return n + 2 },
+		sqlClaimRead:        func(n int) int { return n + 1 },
 		sqlLeaseLock:        func(n int) int { return n },
 		sqlComplete:         func(n int) int { return 3 * n },
 		sqlRelease:          func(n int) int { return 3 * n },
@@ -111,10 +112,29 @@ func TestStatementsRender(t *testing.T) {
 			t.Errorf("%s does not name rows by primary key:\n%s", name, q)
 		}
 	}
-	// Neither flavour's private syntax.
+	// The statements that make rows a claim's or give them back change
+	// only rows still in the state they were read in: the lock before them
+	// may have locked nothing (TiDB's SKIP LOCKED; issue #23).
+	for name, guard := range map[string]string{
+		sqlClaimUpdate: "AND state = 'ready' AND run_at <= UTC_TIMESTAMP(6)",
+		sqlClaimRead:   "AND state = 'claimed' AND claim_token = ?",
+		sqlRescue:      "AND state = 'claimed' AND claimed_until < UTC_TIMESTAMP(6)",
+		sqlComplete:    "AND state = 'claimed'\n  AND claim_token = CASE id",
+		sqlRetry:       "AND state = 'claimed'\n  AND claim_token = CASE id",
+		sqlRelease:     "AND state = 'claimed'\n  AND claim_token = CASE id",
+		sqlExtend:      "AND state = 'claimed'\n  AND claim_token = CASE id",
+		sqlCancel:      "AND state <> 'claimed'",
+		sqlRetryDead:   "AND state = 'dead'",
+	} {
+		if q := st.get(name, 3); !strings.Contains(q, guard) {
+			t.Errorf("%s lacks its guard %q:\n%s", name, guard, q)
+		}
+	}
+	// Neither flavour's private syntax, and TiDB's parser: "+ INTERVAL (…)"
+	// reads as the INTERVAL() function there; DATE_ADD is unambiguous.
 	for name := range want {
 		q := strings.ToUpper(st.get(name, 2))
-		for _, bad := range []string{"RETURNING", "FOR SHARE", "NOWAIT", "->>", "WITH "} {
+		for _, bad := range []string{"RETURNING", "FOR SHARE", "NOWAIT", "->>", "WITH ", "+ INTERVAL", "INTERVAL ("} {
 			if strings.Contains(q, bad) {
 				t.Errorf("%s uses %s", name, bad)
 			}
