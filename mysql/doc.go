@@ -220,8 +220,10 @@
 // 1146 (no such table), 1176 (no such index) and 1049 (no such database)
 // are queue.ErrNotMigrated, naming `dbq migrate up`. 1213 (deadlock), 1205
 // (lock wait timeout; also MariaDB's NOWAIT), 3572 (MySQL's NOWAIT), 3058
-// (MySQL's user-lock deadlock) and 1020 (MariaDB's
-// innodb_snapshot_isolation) are a *dialect.RetryableError; Claim, the
+// (MySQL's user-lock deadlock), 1020 (MariaDB's
+// innodb_snapshot_isolation), and TiDB's 9007 (write conflict) and 1105
+// when it says "pessimistic lock retry limit reached" (claimers racing for
+// the same rows, cheap to retry) are a *dialect.RetryableError; Claim, the
 // lease operations and the driver's own statements retry them up to five
 // times with jittered backoff before returning one (EnqueueUnique in a
 // caller's transaction does not: a deadlock rolled the transaction back). (MariaDB implements SKIP LOCKED as a lock wait
@@ -247,13 +249,21 @@
 // READ COMMITTED under STATEMENT (error 1665). Times are DATETIME(6)
 // holding UTC, written with UTC_TIMESTAMP(6) and read as UTC wall clock
 // whatever the DSN's parseTime and loc, so New accepts any DSN of the
-// user's.
+// user's. Times are computed as DATE_ADD(…, INTERVAL … MICROSECOND),
+// never "+ INTERVAL (…)", which TiDB reads as the INTERVAL() function.
+//
+// TiDB (a VERSION() containing "TiDB") is recognised as [TiDB] and not yet
+// tested here. Its SKIP LOCKED locks nothing, which the claim does not
+// depend on (see "Trust the claim, not the path"); it refuses READ
+// UNCOMMITTED (error 8048), so there the claimer's session reads its
+// candidates in READ COMMITTED.
 //
 // # Connections
 //
 // Each Claimer holds one connection of the pool for its claims and rescue
-// passes (READ UNCOMMITTED for its plain reads, innodb_lock_wait_timeout =
-// Config.LockWaitTimeout, both set on that session alone), and replaces it
+// passes (READ UNCOMMITTED, on TiDB READ COMMITTED, for its plain reads,
+// innodb_lock_wait_timeout = Config.LockWaitTimeout, both set on that
+// session alone), and replaces it
 // if the server ends it. That connection never goes back to the pool: the
 // claimer closes it when it is done with it (Close, a broken session, a
 // failed setup), so no session of the pool — the user's, with New, or

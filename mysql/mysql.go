@@ -177,6 +177,7 @@ func newDriver(ctx context.Context, db *sql.DB, cfg Config, own bool) (*Driver, 
 	if d.server, database, err = readServer(ctx, db, stmts); err != nil {
 		return nil, err
 	}
+	d.stmts.base.CandidateIsolation = d.server.candidateIsolation() // before any claimer renders session.sql
 	if n := cfg.Names(); n.Schema != "" {
 		database = n.Schema
 	}
@@ -188,7 +189,7 @@ func newDriver(ctx context.Context, db *sql.DB, cfg Config, own bool) (*Driver, 
 	}
 	d.log.Info("dbq: mysql dialect", "server", d.server.String(), "version", d.server.Version,
 		"table", stmts.base.Jobs, "innodb_autoinc_lock_mode", d.server.AutoincLockMode,
-		"enqueue_ids", ids, "replica", cfg.Replica != nil)
+		"enqueue_ids", ids, "replica", cfg.Replica != nil, "candidate_isolation", d.server.candidateIsolation())
 	return d, nil
 }
 

@@ -110,6 +110,9 @@ type stmtData struct {
 	ByQueue, ByState, DeadOfQueue bool
 
 	LockWaitSeconds int
+	// CandidateIsolation is the claimer session's level (session.sql),
+	// set by New from the server's flavour.
+	CandidateIsolation string
 }
 
 // statements renders and caches the statements for one table.
@@ -132,10 +135,11 @@ func newStatements(n dialect.Names, lockWaitSeconds int) (*statements, error) {
 		return nil, err
 	}
 	return &statements{base: stmtData{
-		Jobs:            n.Qualified(dialect.MySQL, n.Jobs()),
-		Queues:          n.Qualified(dialect.MySQL, n.Prefix+"queues"),
-		ClaimIndex:      dialect.Quote(dialect.MySQL, n.Prefix+"jobs_claim"),
-		LockWaitSeconds: lockWaitSeconds,
+		Jobs:               n.Qualified(dialect.MySQL, n.Jobs()),
+		Queues:             n.Qualified(dialect.MySQL, n.Prefix+"queues"),
+		ClaimIndex:         dialect.Quote(dialect.MySQL, n.Prefix+"jobs_claim"),
+		LockWaitSeconds:    lockWaitSeconds,
+		CandidateIsolation: "READ UNCOMMITTED",
 	}}, nil
 }
 

@@ -167,6 +167,9 @@ func TestParseVersion(t *testing.T) {
 		{"10.5.23-MariaDB", MariaDB, [3]int{10, 5, 23}, false, ""},
 		{"11.4.2-MariaDB", MariaDB, [3]int{11, 4, 2}, true, "transaction_isolation"},
 		{"9.1.0", MySQL, [3]int{9, 1, 0}, true, "transaction_isolation"},
+		{"8.0.11-TiDB-v7.5.1", TiDB, [3]int{7, 5, 1}, true, "transaction_isolation"},
+		{"8.0.11-TiDB-v8.5.0-alpha-12-g1234567", TiDB, [3]int{8, 5, 0}, true, "transaction_isolation"},
+		{"5.7.25-TiDB-v5.4.3", TiDB, [3]int{5, 4, 3}, false, ""},
 	} {
 		s, err := parseVersion(c.in)
 		if err != nil {
@@ -182,6 +185,18 @@ func TestParseVersion(t *testing.T) {
 		}
 		if c.ok && s.isolationVar() != c.iso {
 			t.Errorf("%s: isolation variable %s", c.in, s.isolationVar())
+		}
+	}
+	// The claimer's session reads candidates in READ UNCOMMITTED, except on
+	// TiDB, which refuses it (error 8048).
+	for v, want := range map[string]string{
+		"10.11.19-MariaDB": "READ UNCOMMITTED", "8.4.3": "READ UNCOMMITTED", "8.0.11-TiDB-v7.5.1": "READ COMMITTED",
+	} {
+		s, _ := parseVersion(v)
+		st, _ := newStatements(dialect.Names{}, 5)
+		st.base.CandidateIsolation = s.candidateIsolation()
+		if q := st.get(sqlSession, 0); !strings.Contains(q, "SET SESSION TRANSACTION ISOLATION LEVEL "+want+";") {
+			t.Errorf("%s: claimer session:\n%s", v, q)
 		}
 	}
 	if _, err := parseVersion("garbage"); !errors.Is(err, ErrUnsupportedServer) {
@@ -209,7 +224,20 @@ func TestClassify(t *testing.T) {
 			t.Errorf("%d: %v is not retryable or lost the driver error", n, err)
 		}
 	}
-	for _, err := range []error{me(1064), errors.New("other")} {
+	// TiDB: a write conflict, and a pessimistic statement that kept
+	// meeting newer writes, are expected when claimers race.
+	tidb := []*mysqldrv.MySQLError{
+		{Number: 9007, Message: "Write conflict, txnStartTS=452, conflictStartTS=451, conflictCommitTS=453, key={tableID=70, handle=3} primary=... [try again later]"},
+		{Number: 1105, Message: "pessimistic lock retry limit reached"},
+	}
+	for _, e := range tidb {
+		err := d.classify("x", fmt.Errorf("wrapped: %w", e))
+		var my *mysqldrv.MySQLError
+		if !dialect.IsRetryable(err) || !errors.As(err, &my) || my != e {
+			t.Errorf("TiDB %d %q: %v is not retryable or lost the driver error", e.Number, e.Message, err)
+		}
+	}
+	for _, err := range []error{me(1064), me(1105), errors.New("other")} {
 		got := d.classify("x", err)
 		if dialect.IsRetryable(got) || errors.Is(got, queue.ErrNotMigrated) || !strings.HasPrefix(got.Error(), "dbq:") {
 			t.Errorf("%v classified as %v", err, got)
