@@ -352,14 +352,14 @@ func TestPauseInClaimSteps(t *testing.T) {
 		t.Fatalf("a paused queue's claim counted %d empty locks of %d claims; want no attempt at all", empty, claims)
 	}
 
-	lockStep := func() []int64 {
+	lockStep := func() []*queue.Job {
 		t.Helper()
 		tx, err := beginRC(ctx, a.conn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		jobs, err := a.lock(ctx, tx, ids[:5], "p")
+		jobs, err := a.lock(ctx, tx, ids[:5], "p", 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

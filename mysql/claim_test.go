@@ -751,11 +751,11 @@ func TestClaimLocksExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	jobs, err := a.lock(ctx, tx, sampled, "q")
+	jobs, err := a.lock(ctx, tx, sampled, "q", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jobs) != 20 || jobs[0] != ids[60] {
+	if len(jobs) != 20 || jobs[0].ID != ids[60] {
 		t.Fatalf("locked %d jobs, want ids[60:80]", len(jobs))
 	}
 	n, err := rowsLocked(ctx, a.connID, 0)

@@ -279,7 +279,7 @@ func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int) 
 			_ = tx.Rollback()
 		}
 	}()
-	locked, err := c.lock(step, tx, pick, q)
+	locked, err := c.lock(step, tx, pick, q, micros(d.cfg.Lease))
 	if err != nil {
 		return nil, true, d.classify("claim lock", err)
 	}
@@ -323,28 +323,39 @@ func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int) 
 	return jobs, true, nil
 }
 
-// lock runs claim_lock.sql on ids and returns the ids it locked (on a
-// server whose SKIP LOCKED locks nothing, the ids it read: take decides).
-func (c *Claimer) lock(ctx context.Context, tx *sql.Tx, ids []int64, q string) ([]int64, error) {
-	args := make([]any, 0, len(ids)+2)
+// lock runs claim_lock.sql on ids and reads the rows it locked, each with
+// the new lease's end as its ClaimedUntil (on a server whose SKIP LOCKED
+// locks nothing, the rows it read: take decides).
+func (c *Claimer) lock(ctx context.Context, tx *sql.Tx, ids []int64, q string, leaseUS int64) ([]*queue.Job, error) {
+	args := make([]any, 0, len(ids)+3)
+	args = append(args, leaseUS)
 	for _, id := range ids {
 		args = append(args, id)
 	}
 	args = append(args, q, q)
-	return dialect.QueryIDs(ctx, tx, c.d.stmts.get(sqlClaimLock, len(ids)), args...)
+	rows, err := tx.QueryContext(ctx, c.d.stmts.get(sqlClaimLock, len(ids)), args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanClaimed(rows)
 }
 
-// take makes the locked rows the claim's (claim_update.sql, which changes
-// only rows still ready and due) and reads back, by token, exactly the
-// rows it changed (claim_read.sql). The claim trusts the UPDATE, not the
-// lock: a row another claimer took between the lock and the UPDATE — the
-// lock held nothing — is not changed, so not returned.
-func (c *Claimer) take(ctx context.Context, tx *sql.Tx, locked []int64, token int64) ([]*queue.Job, error) {
+// take makes the locked rows the claim's with token (claim_update.sql,
+// which changes only rows still ready and due) and returns exactly the
+// rows it changed. The claim trusts the UPDATE, not the lock: a row
+// another claimer took between the lock and the UPDATE — the lock held
+// nothing — is not changed, so not returned. When the UPDATE changed every
+// locked row, those are the claim's rows, as lock read them; otherwise,
+// and always where locks never hold (Driver.readBack: TiDB, where a row's
+// columns may have changed since lock read them), the rows are read back
+// by token (claim_read.sql).
+func (c *Claimer) take(ctx context.Context, tx *sql.Tx, locked []*queue.Job, token int64) ([]*queue.Job, error) {
 	d := c.d
+	until := locked[0].ClaimedUntil
 	args := make([]any, 0, 2+len(locked))
-	args = append(args, token, micros(d.cfg.Lease))
-	for _, id := range locked {
-		args = append(args, id)
+	args = append(args, token, formatTime(until))
+	for _, j := range locked {
+		args = append(args, j.ID)
 	}
 	res, err := tx.ExecContext(ctx, d.stmts.get(sqlClaimUpdate, len(locked)), args...)
 	if err != nil {
@@ -354,15 +365,33 @@ func (c *Claimer) take(ctx context.Context, tx *sql.Tx, locked []int64, token in
 	if err != nil {
 		return nil, d.classify("claim update", err)
 	}
-	if changed == 0 {
+	jobs := locked
+	switch {
+	case changed == 0:
 		return nil, nil
+	case changed < int64(len(locked)) || d.readBack:
+		rows, err := tx.QueryContext(ctx, d.stmts.get(sqlClaimRead, len(locked)), append(args[2:], token)...)
+		if err != nil {
+			return nil, d.classify("claim read", err)
+		}
+		if jobs, err = scanClaimed(rows); err != nil {
+			return nil, d.classify("claim read", err)
+		}
+		if int64(len(jobs)) != changed {
+			return nil, fmt.Errorf("dbq: mysql claim: the UPDATE changed %d rows, %d read back by token", changed, len(jobs))
+		}
 	}
-	rows, err := tx.QueryContext(ctx, d.stmts.get(sqlClaimRead, len(locked)), append(args[2:], token)...)
-	if err != nil {
-		return nil, d.classify("claim read", err)
+	for _, j := range jobs {
+		j.Token, j.State = token, queue.StateClaimed
 	}
+	return jobs, nil
+}
+
+// scanClaimed reads the rows of claim_lock.sql or claim_read.sql (the job's
+// columns, then the lease's end) and closes them.
+func scanClaimed(rows *sql.Rows) ([]*queue.Job, error) {
 	defer rows.Close()
-	jobs := make([]*queue.Job, 0, changed)
+	var jobs []*queue.Job
 	for rows.Next() {
 		var (
 			j                       queue.Job
@@ -372,22 +401,16 @@ func (c *Claimer) take(ctx context.Context, tx *sql.Tx, locked []int64, token in
 		)
 		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts,
 			&lastErr, &dedupe, &createdAt, &until); err != nil {
-			return nil, d.classify("claim read", err)
+			return nil, err
 		}
 		if j.Payload == nil {
 			j.Payload = []byte{}
 		}
 		j.RunAt, j.CreatedAt, j.LastError, j.DedupeKey = runAt.T, createdAt.T, lastErr.String, string(dedupe)
-		j.Token, j.ClaimedUntil, j.State = token, until.T, queue.StateClaimed
+		j.ClaimedUntil = until.T
 		jobs = append(jobs, &j)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, d.classify("claim read", err)
-	}
-	if int64(len(jobs)) != changed {
-		return nil, fmt.Errorf("dbq: mysql claim: the UPDATE changed %d rows, %d read back by token", changed, len(jobs))
-	}
-	return jobs, nil
+	return jobs, rows.Err()
 }
 
 // adapt widens the spread when others took more than a quarter of what

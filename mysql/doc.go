@@ -27,24 +27,32 @@
 //     'ready' AND run_at <= UTC_TIMESTAMP(6) FOR UPDATE SKIP LOCKED. Rows
 //     another transaction holds are skipped, not waited on; rows that are
 //     no longer ready (stale candidates) fail the WHERE and their lock is
-//     dropped at once. It checks the pause again, on the primary.
-//  3. UPDATE … SET state = 'claimed', claim_token, claimed_until = now +
-//     lease WHERE id IN (the locked ids) AND state = 'ready' AND run_at <=
-//     now, by primary key.
-//  4. When the UPDATE changed rows, read back exactly those, whole, by
-//     primary key and the new token (MySQL has no UPDATE … RETURNING);
-//     COMMIT. The transaction is committed even when it locked nothing.
+//     dropped at once. The statement reads the whole rows and the new
+//     lease's end on the database clock (MySQL has no UPDATE …
+//     RETURNING). It checks the pause again, on the primary.
+//  3. UPDATE … SET state = 'claimed', claim_token, claimed_until WHERE id
+//     IN (the locked ids) AND state = 'ready' AND run_at <= now, by
+//     primary key.
+//  4. Only when the UPDATE changed fewer rows than step 2 locked, or on
+//     TiDB: read back the rows it changed, by primary key and the new
+//     token. COMMIT. The transaction is committed even when it locked
+//     nothing.
 //
 // Trust the claim, not the path (issue #23): step 3 changes only rows
-// still ready and due, and the claim returns only what step 3 changed, so
-// nothing rests on step 2's locks. On MySQL and MariaDB those locks hold
-// and step 3 changes every row step 2 locked; on a server that accepts
-// SKIP LOCKED but locks nothing (TiDB), two claimers lock the same rows,
-// the second one's UPDATE waits for the first (an UPDATE does lock) and
-// then finds them claimed, and changes and returns none of them. The
-// rescue's UPDATE likewise changes only rows still held and expired and
-// counts what it changed. A test stands in for such a server with a
-// driver wrapper that strips the locking clause.
+// still ready and due, and the claim returns only rows step 3 changed —
+// all it locked when it changed as many rows as it locked (the count is of
+// distinct ids, so that is every one of them), otherwise those step 4
+// reads back — so nothing rests on step 2's locks. On MySQL and MariaDB
+// the locks hold, step 3 changes every row step 2 locked, and step 4 never
+// runs: the guard costs no round trip. On a server that accepts SKIP
+// LOCKED but locks nothing (TiDB), two claimers lock the same rows, the
+// second one's UPDATE waits for the first (an UPDATE does lock) and then
+// finds them claimed, and changes and returns none of them; step 4 always
+// runs there, since a row's columns may have changed after step 2 read
+// them. The rescue's UPDATE likewise changes only rows still held and
+// expired and counts what it changed, and an export's DELETE only jobs no
+// one holds. Tests stand in for such a server with a driver wrapper that
+// strips the locking clause.
 //
 // Complete, Retry, Release and Extend run one statement per batch, by
 // primary key and matching state = 'claimed' and each lease's token, in a

@@ -135,12 +135,10 @@ func (n *noLockConn) Ping(ctx context.Context) error { return n.Conn.(driver.Pin
 func TestClaimTrustsItsUpdateNotItsLocks(t *testing.T) {
 	t.Parallel()
 	const jobs = 40
-	dsn, _, d0, ids := jobsDatabase(t, jobs)
+	ctx, dsn, _, d0, ids := jobsDatabase(t, jobs)
 	db, nl := newNoLockDB(t, dsn, "SET state = 'claimed'", 2)
 	q := newOn(t, db, Config{MaxSpread: 1}) // both read the same first candidates
 	a, b := newClaimer(t, q), newClaimer(t, q)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 
 	got := make([][]*queue.Job, 2)
 	both(t, func(i int) (err error) {
@@ -176,9 +174,7 @@ func TestClaimTrustsItsUpdateNotItsLocks(t *testing.T) {
 func TestRescueTrustsItsUpdateNotItsLocks(t *testing.T) {
 	t.Parallel()
 	const jobs = 30
-	dsn, q0, d0, ids := jobsDatabase(t, jobs)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx, dsn, q0, d0, ids := jobsDatabase(t, jobs)
 	holder := newClaimer(t, q0)
 	if js, err := holder.Claim(ctx, "q", jobs); err != nil || len(js) != jobs {
 		t.Fatalf("claim: %d jobs, %v", len(js), err)
@@ -217,12 +213,15 @@ func TestRescueTrustsItsUpdateNotItsLocks(t *testing.T) {
 }
 
 // jobsDatabase makes a migrated database of the test's own with n ready
-// jobs on queue "q", and returns its DSN, a queue on it and their ids.
-func jobsDatabase(t testing.TB, n int) (string, *queue.Queue, *Driver, []int64) {
+// jobs on queue "q", and returns a context bounding the test, its DSN, a
+// queue on it and the jobs' ids.
+func jobsDatabase(t testing.TB, n int) (context.Context, string, *queue.Queue, *Driver, []int64) {
 	t.Helper()
 	_, dsn := newDatabase(t)
 	q, d := openQueueOn(t, dsn, Config{}, true)
-	return dsn, q, d, enqueueN(t, q, "q", n, "j")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx, dsn, q, d, enqueueN(t, q, "q", n, "j")
 }
 
 // both runs fn(0) and fn(1) at once and fails the test on their errors.
@@ -281,9 +280,7 @@ func rowInts(t testing.TB, d *Driver, expr string, ids []int64) map[int64]int64 
 func TestExportTrustsItsDeleteNotItsLocks(t *testing.T) {
 	t.Parallel()
 	const jobs = 10
-	dsn, q0, _, ids := jobsDatabase(t, jobs)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx, dsn, q0, _, ids := jobsDatabase(t, jobs)
 	db, nl := newNoLockDB(t, dsn, "", 0)
 	d := newOn(t, db, Config{}).Driver().(*Driver)
 	batch, err := d.Export(ctx, queue.ExportFilter{Ready: true, Limit: jobs})
@@ -304,5 +301,77 @@ func TestExportTrustsItsDeleteNotItsLocks(t *testing.T) {
 	}
 	if err := c.Complete(ctx, leases(held)); err != nil {
 		t.Errorf("the holder's Complete after the export: %v", err)
+	}
+}
+
+// TestClaimReturnsOnlyWhatItChanged drives one claim's steps by hand on a
+// session whose locking read locks nothing, while another session changes
+// the rows between its lock and its UPDATE: the claim returns exactly the
+// rows its UPDATE changed, as they stand, never what the lock step saw.
+func TestClaimReturnsOnlyWhatItChanged(t *testing.T) {
+	t.Parallel()
+	const jobs = 10
+	ctx, dsn, _, d0, ids := jobsDatabase(t, jobs)
+	db, _ := newNoLockDB(t, dsn, "", 0)
+	q := newOn(t, db, Config{})
+	c := newClaimer(t, q)
+	table := d0.stmts.base.Jobs
+
+	// steps runs the lock step, then meddle from another session, then the
+	// UPDATE (and read-back), and commits.
+	steps := func(meddle string, args ...any) []*queue.Job {
+		t.Helper()
+		tx, err := beginRC(ctx, c.conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		locked, err := c.lock(ctx, tx, ids, "q", micros(time.Minute))
+		if err != nil || len(locked) != jobs {
+			t.Fatalf("lock step: %d rows, %v", len(locked), err)
+		}
+		if _, err := d0.DB().ExecContext(ctx, meddle, args...); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.take(ctx, tx, locked, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	// Another claimer takes half of the rows first: the claim changes and
+	// returns the other half (fewer rows changed than locked: read back).
+	half := anys(ids[:jobs/2])
+	got := steps("UPDATE "+table+" SET state = 'claimed', claim_token = 7, claimed_until = UTC_TIMESTAMP(6) WHERE id IN ("+
+		placeholders(len(half))+")", half...)
+	if len(got) != jobs/2 || got[0].ID != ids[jobs/2] || got[0].Token != 42 || got[0].ClaimedUntil.IsZero() {
+		t.Fatalf("claim beside a claimer that took ids[:%d] first returned %d jobs, first %+v; want ids[%d:] with token 42",
+			jobs/2, len(got), got[0], jobs/2)
+	}
+	for id, tok := range rowTokens(t, d0, ids) {
+		if want := map[bool]int64{true: 7, false: 42}[id < ids[jobs/2]]; tok != want {
+			t.Errorf("job %d holds token %d, want %d", id, tok, want)
+		}
+	}
+
+	// Where locks never hold (TiDB), a claim reads its rows back even when
+	// it changed every one: a row may have changed since the lock step.
+	if _, err := d0.DB().ExecContext(ctx, "UPDATE "+table+" SET state = 'ready', claim_token = NULL, claimed_until = NULL"); err != nil {
+		t.Fatal(err)
+	}
+	c.d.readBack = true
+	got = steps("UPDATE " + table + " SET attempt = 3, last_error = 'meanwhile'")
+	if len(got) != jobs {
+		t.Fatalf("claimed %d of %d", len(got), jobs)
+	}
+	for _, j := range got {
+		if j.Attempt != 3 || j.LastError != "meanwhile" || j.Token != 42 {
+			t.Errorf("job %d came back with attempt %d, last_error %q, token %d: what the lock step saw, not the row it claimed",
+				j.ID, j.Attempt, j.LastError, j.Token)
+		}
 	}
 }

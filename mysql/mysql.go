@@ -117,6 +117,10 @@ type Driver struct {
 	retried    atomic.Int64 // retryable errors retried (deadlocks, lock waits)
 	// trackTokens makes claimers record their tokens (tests).
 	trackTokens bool
+	// readBack: claims read their rows back by token even when their
+	// UPDATE changed every row they locked, because the server's locks
+	// never hold (TiDB), so what the locking read saw may be stale.
+	readBack bool
 	// idsByMarker: Enqueue finds its ids by a per-batch marker rather than
 	// deriving them from LAST_INSERT_ID() (innodb_autoinc_lock_mode 2).
 	idsByMarker bool
@@ -178,6 +182,7 @@ func newDriver(ctx context.Context, db *sql.DB, cfg Config, own bool) (*Driver, 
 		return nil, err
 	}
 	d.stmts.base.CandidateIsolation = d.server.candidateIsolation() // before any claimer renders session.sql
+	d.readBack = d.server.Flavor == TiDB
 	if n := cfg.Names(); n.Schema != "" {
 		database = n.Schema
 	}

@@ -31,7 +31,7 @@ func TestStatementsRender(t *testing.T) {
 		sqlEnqueue:          func(n int) int { return 8 * n },
 		sqlEnqueueIDs:       func(int) int { return 3 },
 		sqlClaimCandidates:  func(int) int { return 3 },
-		sqlClaimLock:        func(n int) int { return n + 2 },
+		sqlClaimLock:        func(n int) int { return n + 3 },
 		sqlClaimUpdate:      func(n int) int { return n + 2 },
 		sqlClaimRead:        func(n int) int { return n + 1 },
 		sqlLeaseLock:        func(n int) int { return n },

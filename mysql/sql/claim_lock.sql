@@ -7,10 +7,13 @@
 -- latest committed row (step 1 may have read a replica, or run before the
 -- pause): a nested subquery of a locking read is a plain consistent read
 -- that locks nothing, so claimers never contend on the queues row.
+-- lease_end is the new lease's end on the database clock.
 -- This decides what the claim tries to take, not what it gets: a server
 -- that accepts SKIP LOCKED but locks nothing (TiDB) hands the same rows to
 -- every claimer here. claim_update.sql decides.
-SELECT id
+SELECT id, queue, payload, priority, run_at, attempt, max_attempts,
+       last_error, dedupe_key, created_at,
+       DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND) AS lease_end
 FROM {{.Jobs}} FORCE INDEX (PRIMARY)
 WHERE id IN ({{.List}})
   AND queue = ? AND state = 'ready' AND run_at <= UTC_TIMESTAMP(6)
