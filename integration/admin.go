@@ -82,7 +82,7 @@ func testEnqueueUniqueRace(t *testing.T, s *suite) {
 			got[i], news[i] = id, !existed
 		})
 	}
-	wg.Wait()
+	waitGroup(t, &wg, "the racing EnqueueUnique calls")
 	if slices.Min(got) != slices.Max(got) || got[0] == 0 {
 		t.Fatalf("racing EnqueueUnique returned ids %v, want one id", got)
 	}
@@ -357,22 +357,10 @@ func testWorkerSnooze(t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(ctxFor(t))
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	var first, second run
-	select {
-	case first = <-runs:
-	case <-time.After(30 * time.Second):
-		t.Fatal("worker never ran the job")
-	}
-	select {
-	case second = <-runs:
-	case <-time.After(30 * time.Second):
-		t.Fatal("snoozed job never ran again")
-	}
-	cancel()
-	if err := <-done; err != nil {
+	r := startWorker(t, ctxFor(t), w)
+	first := await(r, runs, "the job's first run")
+	second := await(r, runs, "the snoozed job's second run")
+	if err := r.stop(0); err != nil {
 		t.Errorf("Run: %v", err)
 	}
 	if first.attempt != 0 || second.attempt != 0 {

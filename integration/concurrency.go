@@ -94,7 +94,7 @@ func testExactlyOnce(t *testing.T, s *suite) {
 			}
 		}()
 	}
-	wg.Wait()
+	waitGroup(t, &wg, "the producers and claimers")
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)

@@ -39,14 +39,9 @@ func testPoolSessions(t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wctx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(wctx) }()
-	for w.Stats().Completed < n && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
-	}
-	stop()
-	if err := <-ran; err != nil {
+	r := startWorker(t, ctx, w)
+	until(t, fmt.Sprintf("%d completed jobs", n), func() bool { return w.Stats().Completed >= n }, r)
+	if err := r.stop(0); err != nil {
 		t.Fatalf("Worker.Run: %v", err)
 	}
 	if got := w.Stats().Completed; got != n {

@@ -37,9 +37,9 @@ func testWorkerDrains(t *testing.T, s *suite) {
 		okRuns.Add(1)
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctxFor(t))
+	ctx := ctxFor(t)
 	var workers []*queue.Worker
-	var wg sync.WaitGroup
+	var running []*runningWorker
 	for range 3 {
 		w, err := queue.NewWorker(q, handler, queue.WorkerConfig{
 			Queue: "work", Concurrency: 8, PollInterval: 20 * time.Millisecond,
@@ -49,20 +49,14 @@ func testWorkerDrains(t *testing.T, s *suite) {
 			t.Fatal(err)
 		}
 		workers = append(workers, w)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := w.Run(ctx); err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		}()
+		running = append(running, startWorker(t, ctx, w))
 	}
-	deadline := time.Now().Add(time.Minute)
-	for okRuns.Load() < total && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	until(t, fmt.Sprintf("%d successful runs", total), func() bool { return okRuns.Load() >= total }, running...)
+	for _, r := range running {
+		if err := r.stop(0); err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	}
-	cancel()
-	wg.Wait()
 	if okRuns.Load() != total {
 		t.Fatalf("%d of %d jobs succeeded", okRuns.Load(), total)
 	}
@@ -110,20 +104,12 @@ func testWorkerShutdown(t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(ctxFor(t))
-	errc := make(chan error, 1)
-	go func() { errc <- w.Run(ctx) }()
-	for range 4 {
-		<-started
+	r := startWorker(t, ctxFor(t), w)
+	for i := range 4 {
+		await(r, started, fmt.Sprintf("handler %d of 4 to start", i+1))
 	}
-	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("Run after cancel: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return after cancel")
+	if err := r.stop(30 * time.Second); err != nil {
+		t.Fatalf("Run after cancel: %v", err)
 	}
 	st := w.Stats()
 	if st.Released == 0 {
@@ -170,15 +156,9 @@ func testWorkerDead(t *testing.T, s *suite) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(ctxFor(t))
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for stats(t, q, "wd").Dead < 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
+	r := startWorker(t, ctxFor(t), w)
+	until(t, "2 dead jobs", func() bool { return stats(t, q, "wd").Dead >= 2 }, r)
+	if err := r.stop(0); err != nil {
 		t.Fatal(err)
 	}
 	wantCounts(t, q, "wd", 0, 0, 0, 2)

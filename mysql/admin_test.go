@@ -359,15 +359,17 @@ func TestPauseInClaimSteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		jobs, _, err := a.lock(ctx, tx, ids[:5], "p", 1000)
+		jobs, err := a.lock(ctx, tx, ids[:5], "p", 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(jobs) > 0 {
 			// The claim holds its job rows only: another session can lock
 			// the queues row at once.
-			if n, err := rowsLocked(ctx, a.connID, 0); err != nil || n != int64(len(jobs)) {
-				t.Errorf("trx_rows_locked %d (%v), want %d", n, err, len(jobs))
+			if hasInnoDBLocks(t) { // InnoDB-only check: TiDB has no INNODB_TRX
+				if n, err := rowsLocked(ctx, a.connID, 0); err != nil || n != int64(len(jobs)) {
+					t.Errorf("trx_rows_locked %d (%v), want %d", n, err, len(jobs))
+				}
 			}
 			other, err := d.DB().BeginTx(ctx, nil)
 			if err != nil {

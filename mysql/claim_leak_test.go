@@ -21,6 +21,7 @@ import (
 // jobs; Close gives those back.)
 func TestInterruptedClaimLeavesNothing(t *testing.T) {
 	t.Parallel()
+	innodbOnly(t)
 	for _, how := range []string{"cancel", "close"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()

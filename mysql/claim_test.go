@@ -632,6 +632,7 @@ func TestExactlyOnce(t *testing.T) {
 // TestClaimLocksExactly covers the precise count without concurrency.
 func TestClaimLocksOnlyWhatItReturns(t *testing.T) {
 	t.Parallel()
+	innodbOnly(t)
 	_, dsn := newDatabase(t)
 	q0, d0 := openQueueOn(t, dsn, Config{}, true)
 	enqueueN(t, q0, "q", 30000, "j")
@@ -719,6 +720,7 @@ func TestClaimLocksOnlyWhatItReturns(t *testing.T) {
 // trx_rows_locked counts them.
 func TestClaimLocksExactly(t *testing.T) {
 	t.Parallel()
+	innodbOnly(t)
 	q, d := openQueue(t, Config{}, true)
 	ctx := context.Background()
 	ids := enqueueN(t, q, "q", 500, "j")
@@ -749,7 +751,7 @@ func TestClaimLocksExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	jobs, _, err := a.lock(ctx, tx, sampled, "q", 1000)
+	jobs, err := a.lock(ctx, tx, sampled, "q", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -778,6 +780,7 @@ func countGone(ctx context.Context, d *Driver, ids []int64) (int64, error) {
 
 func TestCancelledClaimLeavesNothing(t *testing.T) {
 	t.Parallel()
+	innodbOnly(t)
 	q, _ := openQueue(t, Config{}, true)
 	enqueueN(t, q, "q", 10, "j")
 	c := newClaimer(t, q)

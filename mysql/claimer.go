@@ -267,8 +267,8 @@ func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int) 
 	k := min(n, int(math.Ceil(float64(len(cand))/c.spread)))
 	pick := sample(cand, k, sampleRuns)
 
-	// Steps 2 and 3, in one READ COMMITTED transaction, committed even
-	// when it locked nothing.
+	// Steps 2 to 4, in one READ COMMITTED transaction, committed even
+	// when it locked or changed nothing.
 	tx, err := beginRC(step, cn)
 	if err != nil {
 		return nil, true, d.classify("claim begin", err)
@@ -279,28 +279,23 @@ func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int) 
 			_ = tx.Rollback()
 		}
 	}()
-	leaseUS := micros(d.cfg.Lease)
-	jobs, until, err := c.lock(step, tx, pick, q, leaseUS)
+	locked, err := c.lock(step, tx, pick, q, micros(d.cfg.Lease))
 	if err != nil {
 		return nil, true, d.classify("claim lock", err)
 	}
-	c.adapt(len(pick), len(jobs))
-	if len(jobs) > 0 {
+	if len(locked) > 0 {
 		token := newToken()
 		if c.issued != nil {
 			c.heldMu.Lock()
 			c.issued[token] = true
 			c.heldMu.Unlock()
 		}
-		args := make([]any, 0, 2+len(jobs))
-		args = append(args, token, formatTime(until))
-		for _, j := range jobs {
-			j.Token, j.ClaimedUntil, j.State = token, until, queue.StateClaimed
-			args = append(args, j.ID)
+		if jobs, err = c.take(step, tx, locked, token); err != nil {
+			return nil, true, err
 		}
-		if _, err := tx.ExecContext(step, d.stmts.get(sqlClaimUpdate, len(jobs)), args...); err != nil {
-			return nil, true, d.classify("claim update", err)
-		}
+	}
+	c.adapt(len(pick), len(jobs))
+	if len(jobs) > 0 {
 		if c.inTx != nil {
 			c.inTx(step, c.connID, pick, jobs)
 		}
@@ -328,8 +323,10 @@ func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int) 
 	return jobs, true, nil
 }
 
-// lock runs claim_lock.sql on ids and reads the rows it locked.
-func (c *Claimer) lock(ctx context.Context, tx *sql.Tx, ids []int64, q string, leaseUS int64) ([]*queue.Job, time.Time, error) {
+// lock runs claim_lock.sql on ids and reads the rows it locked, each with
+// the new lease's end as its ClaimedUntil (on a server whose SKIP LOCKED
+// locks nothing, the rows it read: take decides).
+func (c *Claimer) lock(ctx context.Context, tx *sql.Tx, ids []int64, q string, leaseUS int64) ([]*queue.Job, error) {
 	args := make([]any, 0, len(ids)+3)
 	args = append(args, leaseUS)
 	for _, id := range ids {
@@ -338,34 +335,82 @@ func (c *Claimer) lock(ctx context.Context, tx *sql.Tx, ids []int64, q string, l
 	args = append(args, q, q)
 	rows, err := tx.QueryContext(ctx, c.d.stmts.get(sqlClaimLock, len(ids)), args...)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, err
 	}
+	return scanClaimed(rows)
+}
+
+// take makes the locked rows the claim's with token (claim_update.sql,
+// which changes only rows still ready and due) and returns exactly the
+// rows it changed. The claim trusts the UPDATE, not the lock: a row
+// another claimer took between the lock and the UPDATE — the lock held
+// nothing — is not changed, so not returned. When the UPDATE changed every
+// locked row, those are the claim's rows, as lock read them; otherwise,
+// and always where locks never hold (Driver.readBack: TiDB, where a row's
+// columns may have changed since lock read them), the rows are read back
+// by token (claim_read.sql).
+func (c *Claimer) take(ctx context.Context, tx *sql.Tx, locked []*queue.Job, token int64) ([]*queue.Job, error) {
+	d := c.d
+	until := locked[0].ClaimedUntil
+	args := make([]any, 0, 2+len(locked))
+	args = append(args, token, formatTime(until))
+	for _, j := range locked {
+		args = append(args, j.ID)
+	}
+	res, err := tx.ExecContext(ctx, d.stmts.get(sqlClaimUpdate, len(locked)), args...)
+	if err != nil {
+		return nil, d.classify("claim update", err)
+	}
+	changed, err := res.RowsAffected()
+	if err != nil {
+		return nil, d.classify("claim update", err)
+	}
+	jobs := locked
+	switch {
+	case changed == 0:
+		return nil, nil
+	case changed < int64(len(locked)) || d.readBack:
+		rows, err := tx.QueryContext(ctx, d.stmts.get(sqlClaimRead, len(locked)), append(args[2:], token)...)
+		if err != nil {
+			return nil, d.classify("claim read", err)
+		}
+		if jobs, err = scanClaimed(rows); err != nil {
+			return nil, d.classify("claim read", err)
+		}
+		if int64(len(jobs)) != changed {
+			return nil, fmt.Errorf("dbq: mysql claim: the UPDATE changed %d rows, %d read back by token", changed, len(jobs))
+		}
+	}
+	for _, j := range jobs {
+		j.Token, j.State = token, queue.StateClaimed
+	}
+	return jobs, nil
+}
+
+// scanClaimed reads the rows of claim_lock.sql or claim_read.sql (the job's
+// columns, then the lease's end) and closes them.
+func scanClaimed(rows *sql.Rows) ([]*queue.Job, error) {
 	defer rows.Close()
-	var (
-		jobs  []*queue.Job
-		until time.Time
-	)
+	var jobs []*queue.Job
 	for rows.Next() {
 		var (
-			j                          queue.Job
-			runAt, createdAt, leaseEnd utcTime
-			lastErr                    sql.NullString
-			dedupe                     []byte
+			j                       queue.Job
+			runAt, createdAt, until utcTime
+			lastErr                 sql.NullString
+			dedupe                  []byte
 		)
 		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts,
-			&lastErr, &dedupe, &createdAt, &leaseEnd); err != nil {
-			return nil, time.Time{}, err
+			&lastErr, &dedupe, &createdAt, &until); err != nil {
+			return nil, err
 		}
 		if j.Payload == nil {
 			j.Payload = []byte{}
 		}
 		j.RunAt, j.CreatedAt, j.LastError, j.DedupeKey = runAt.T, createdAt.T, lastErr.String, string(dedupe)
-		if until.IsZero() {
-			until = leaseEnd.T
-		}
+		j.ClaimedUntil = until.T
 		jobs = append(jobs, &j)
 	}
-	return jobs, until, rows.Err()
+	return jobs, rows.Err()
 }
 
 // adapt widens the spread when others took more than a quarter of what

@@ -12,7 +12,7 @@
 //
 // # The claim
 //
-// A claim of up to n jobs from queue q runs three steps on the claimer's
+// A claim of up to n jobs from queue q runs four steps on the claimer's
 // own connection:
 //
 //  1. Candidates, outside any transaction (autocommit, so no read view
@@ -28,12 +28,31 @@
 //     another transaction holds are skipped, not waited on; rows that are
 //     no longer ready (stale candidates) fail the WHERE and their lock is
 //     dropped at once. The statement reads the whole rows and the new
-//     lease's end on the database clock, so no read-back is needed (MySQL
-//     has no UPDATE … RETURNING). It checks the pause again, on the
-//     primary.
-//  3. UPDATE … SET state = 'claimed', claim_token, claimed_until WHERE id IN
-//     (the locked ids); COMMIT. The transaction is committed even when it
-//     locked nothing.
+//     lease's end on the database clock (MySQL has no UPDATE …
+//     RETURNING). It checks the pause again, on the primary.
+//  3. UPDATE … SET state = 'claimed', claim_token, claimed_until WHERE id
+//     IN (the locked ids) AND state = 'ready' AND run_at <= now, by
+//     primary key.
+//  4. Only when the UPDATE changed fewer rows than step 2 locked, or on
+//     TiDB: read back the rows it changed, by primary key and the new
+//     token. COMMIT. The transaction is committed even when it locked
+//     nothing.
+//
+// Trust the claim, not the path (issue #23): step 3 changes only rows
+// still ready and due, and the claim returns only rows step 3 changed —
+// all it locked when it changed as many rows as it locked (the count is of
+// distinct ids, so that is every one of them), otherwise those step 4
+// reads back — so nothing rests on step 2's locks. On MySQL and MariaDB
+// the locks hold, step 3 changes every row step 2 locked, and step 4 never
+// runs: the guard costs no round trip. On a server that accepts SKIP
+// LOCKED but locks nothing (TiDB), two claimers lock the same rows, the
+// second one's UPDATE waits for the first (an UPDATE does lock) and then
+// finds them claimed, and changes and returns none of them; step 4 always
+// runs there, since a row's columns may have changed after step 2 read
+// them. The rescue's UPDATE likewise changes only rows still held and
+// expired and counts what it changed, and an export's DELETE only jobs no
+// one holds. Tests stand in for such a server with a driver wrapper that
+// strips the locking clause.
 //
 // Complete, Retry, Release and Extend run one statement per batch, by
 // primary key and matching state = 'claimed' and each lease's token, in a
@@ -121,7 +140,8 @@
 // back as a failed run (attempt+1, last_error says so, dead when out of
 // attempts, as River and Oban do), by the same steps: candidates among the
 // queue's jobs in flight through the claim index (queue, 'claimed'), then
-// lock by primary key with SKIP LOCKED and UPDATE. There is no index on
+// lock by primary key with SKIP LOCKED and UPDATE the rows still held and
+// expired. There is no index on
 // claimed_until: every claim and completion would move an entry at its
 // hot right edge for a rescue that runs a few times a lease, and measured
 // that cost 8-15% of the server's CPU per job. Claim runs one bounded
@@ -208,8 +228,10 @@
 // 1146 (no such table), 1176 (no such index) and 1049 (no such database)
 // are queue.ErrNotMigrated, naming `dbq migrate up`. 1213 (deadlock), 1205
 // (lock wait timeout; also MariaDB's NOWAIT), 3572 (MySQL's NOWAIT), 3058
-// (MySQL's user-lock deadlock) and 1020 (MariaDB's
-// innodb_snapshot_isolation) are a *dialect.RetryableError; Claim, the
+// (MySQL's user-lock deadlock), 1020 (MariaDB's
+// innodb_snapshot_isolation), and TiDB's 9007 (write conflict) and 1105
+// when it says "pessimistic lock retry limit reached" (claimers racing for
+// the same rows, cheap to retry) are a *dialect.RetryableError; Claim, the
 // lease operations and the driver's own statements retry them up to five
 // times with jittered backoff before returning one (EnqueueUnique in a
 // caller's transaction does not: a deadlock rolled the transaction back). (MariaDB implements SKIP LOCKED as a lock wait
@@ -235,13 +257,21 @@
 // READ COMMITTED under STATEMENT (error 1665). Times are DATETIME(6)
 // holding UTC, written with UTC_TIMESTAMP(6) and read as UTC wall clock
 // whatever the DSN's parseTime and loc, so New accepts any DSN of the
-// user's.
+// user's. Times are computed as DATE_ADD(…, INTERVAL … MICROSECOND),
+// never "+ INTERVAL (…)", which TiDB reads as the INTERVAL() function.
+//
+// TiDB (a VERSION() containing "TiDB") is recognised as [TiDB] and not yet
+// tested here. Its SKIP LOCKED locks nothing, which the claim does not
+// depend on (see "Trust the claim, not the path"); it refuses READ
+// UNCOMMITTED (error 8048), so there the claimer's session reads its
+// candidates in READ COMMITTED.
 //
 // # Connections
 //
 // Each Claimer holds one connection of the pool for its claims and rescue
-// passes (READ UNCOMMITTED for its plain reads, innodb_lock_wait_timeout =
-// Config.LockWaitTimeout, both set on that session alone), and replaces it
+// passes (READ UNCOMMITTED, on TiDB READ COMMITTED, for its plain reads,
+// innodb_lock_wait_timeout = Config.LockWaitTimeout, both set on that
+// session alone), and replaces it
 // if the server ends it. That connection never goes back to the pool: the
 // claimer closes it when it is done with it (Close, a broken session, a
 // failed setup), so no session of the pool — the user's, with New, or

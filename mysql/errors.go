@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
@@ -26,12 +27,21 @@ const (
 	erQueryKilled     = 1317 // ER_QUERY_INTERRUPTED
 	erConnKilled      = 1927 // ER_CONNECTION_KILLED (MariaDB)
 	erNotSupportedYet = 1235 // ER_NOT_SUPPORTED_YET: e.g. GET_LOCK on Galera
+	erUnknown         = 1105 // ER_UNKNOWN_ERROR: TiDB's catch-all, see tidbPessimisticRetry
+	erTiDBConflict    = 9007 // TiDB ErrWriteConflict: an optimistic transaction lost a race
 )
+
+// tidbPessimisticRetry is the message of TiDB's error 1105 when a
+// pessimistic statement kept meeting newer writes ("pessimistic lock retry
+// limit reached"): two claimers went for the same rows. Like 9007 it is a
+// cheap, expected retry in a claim.
+const tidbPessimisticRetry = "pessimistic lock retry limit reached"
 
 // classify turns a driver error into the dbq error a caller can act on:
 // ErrNotMigrated for a missing table or index, a *dialect.RetryableError
-// for a deadlock or lock timeout, the error itself otherwise (wrapped with
-// what was being done). ErrDuplicate is the enqueue path's own business.
+// for a deadlock, a lock timeout or TiDB's write conflicts, the error
+// itself otherwise (wrapped with what was being done). ErrDuplicate is the
+// enqueue path's own business.
 func (d *Driver) classify(what string, err error) error {
 	if err == nil {
 		return nil
@@ -44,8 +54,12 @@ func (d *Driver) classify(what string, err error) error {
 		switch me.Number {
 		case erNoSuchTable, erKeyDoesNotExist, erBadDB:
 			return fmt.Errorf("%w (%s: table %s: %s)", queue.ErrNotMigrated, what, d.stmts.base.Jobs, me.Message)
-		case erLockWaitTimeout, erLockDeadlock, erCheckRead, erLockNowait, erUserLockDL:
+		case erLockWaitTimeout, erLockDeadlock, erCheckRead, erLockNowait, erUserLockDL, erTiDBConflict:
 			return &dialect.RetryableError{Err: fmt.Errorf("mysql %s: %w", what, err)}
+		case erUnknown:
+			if strings.Contains(me.Message, tidbPessimisticRetry) {
+				return &dialect.RetryableError{Err: fmt.Errorf("mysql %s: %w", what, err)}
+			}
 		}
 	}
 	return fmt.Errorf("dbq: mysql %s: %w", what, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -161,13 +162,26 @@ func (b *exportBatch) Commit(ctx context.Context, ids []int64) error {
 	err := queue.ErrClosed
 	b.once.Do(func() {
 		if len(ids) > 0 {
-			args := make([]any, len(ids))
-			for i, id := range ids {
-				args[i] = id
+			args := anys(slices.Compact(slices.Sorted(slices.Values(ids))))
+			// Only jobs still unheld: the DELETE, not the lock, decides. On a
+			// server whose SKIP LOCKED locks nothing (TiDB) a claimer may have
+			// taken some since the batch read them; they stay its, and the
+			// batch fails rather than report them moved.
+			res, derr := b.tx.ExecContext(ctx, `DELETE FROM `+b.d.stmts.base.Jobs+` WHERE id IN (`+placeholders(len(args))+
+				`) AND state IN ('ready', 'dead')`, args...)
+			var n int64
+			if derr == nil {
+				n, derr = res.RowsAffected()
 			}
-			if _, err = b.tx.ExecContext(ctx, `DELETE FROM `+b.d.stmts.base.Jobs+` WHERE id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+			if derr != nil {
 				_ = b.tx.Rollback()
-				err = b.d.classify("export commit", err)
+				err = b.d.classify("export commit", derr)
+				return
+			}
+			if want := int64(len(args)); n != want {
+				_ = b.tx.Rollback()
+				err = fmt.Errorf("dbq: mysql export commit: %d of the batch's %d jobs were taken meanwhile (the server's SKIP LOCKED did not lock them); rolled back",
+					want-n, want)
 				return
 			}
 		}

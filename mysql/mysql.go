@@ -117,6 +117,10 @@ type Driver struct {
 	retried    atomic.Int64 // retryable errors retried (deadlocks, lock waits)
 	// trackTokens makes claimers record their tokens (tests).
 	trackTokens bool
+	// readBack: claims read their rows back by token even when their
+	// UPDATE changed every row they locked, because the server's locks
+	// never hold (TiDB), so what the locking read saw may be stale.
+	readBack bool
 	// idsByMarker: Enqueue finds its ids by a per-batch marker rather than
 	// deriving them from LAST_INSERT_ID() (innodb_autoinc_lock_mode 2).
 	idsByMarker bool
@@ -177,6 +181,8 @@ func newDriver(ctx context.Context, db *sql.DB, cfg Config, own bool) (*Driver, 
 	if d.server, database, err = readServer(ctx, db, stmts); err != nil {
 		return nil, err
 	}
+	d.stmts.base.CandidateIsolation = d.server.candidateIsolation() // before any claimer renders session.sql
+	d.readBack = d.server.Flavor == TiDB
 	if n := cfg.Names(); n.Schema != "" {
 		database = n.Schema
 	}
@@ -188,7 +194,7 @@ func newDriver(ctx context.Context, db *sql.DB, cfg Config, own bool) (*Driver, 
 	}
 	d.log.Info("dbq: mysql dialect", "server", d.server.String(), "version", d.server.Version,
 		"table", stmts.base.Jobs, "innodb_autoinc_lock_mode", d.server.AutoincLockMode,
-		"enqueue_ids", ids, "replica", cfg.Replica != nil)
+		"enqueue_ids", ids, "replica", cfg.Replica != nil, "candidate_isolation", d.server.candidateIsolation())
 	return d, nil
 }
 
@@ -675,8 +681,9 @@ func rescueLockName(database, table string) string {
 }
 
 // rescueOnce runs one bounded pass over queue q: candidate select through
-// the claim index, then lock by primary key with SKIP LOCKED and update,
-// in a READ COMMITTED transaction.
+// the claim index, then lock by primary key with SKIP LOCKED and update
+// those still held and expired, in a READ COMMITTED transaction. It
+// returns how many rows the update changed.
 func (d *Driver) rescueOnce(ctx context.Context, c conn, q string) (int, error) {
 	var n int
 	err := d.retry(ctx, func() error {
@@ -694,15 +701,22 @@ func (d *Driver) rescueOnce(ctx context.Context, c conn, q string) (int, error) 
 		if err != nil {
 			return d.classify("rescue", err)
 		}
+		// The UPDATE decides: it changes only rows still held and expired,
+		// and the pass counts what it changed.
+		var changed int64
 		if len(locked) > 0 {
-			if _, err := tx.ExecContext(ctx, d.stmts.get(sqlRescue, len(locked)), anys(locked)...); err != nil {
+			res, err := tx.ExecContext(ctx, d.stmts.get(sqlRescue, len(locked)), anys(locked)...)
+			if err != nil {
+				return d.classify("rescue", err)
+			}
+			if changed, err = res.RowsAffected(); err != nil {
 				return d.classify("rescue", err)
 			}
 		}
 		if err := tx.Commit(); err != nil {
 			return d.classify("rescue", err)
 		}
-		n = len(locked)
+		n = int(changed)
 		return nil
 	})
 	if n > 0 {

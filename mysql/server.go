@@ -14,11 +14,18 @@ type Flavor string
 const (
 	MySQL   Flavor = "MySQL"
 	MariaDB Flavor = "MariaDB"
+	// TiDB speaks MySQL's protocol and SQL. Its SELECT … FOR UPDATE SKIP
+	// LOCKED parses but locks nothing, which the claim does not rely on
+	// (doc.go, "Trust the claim"), and it refuses READ UNCOMMITTED, so its
+	// claimers read candidates in READ COMMITTED.
+	TiDB Flavor = "TiDB"
 )
 
 // Server describes the database server a Driver talks to, as New found it.
 type Server struct {
-	Flavor              Flavor
+	Flavor Flavor
+	// Major, Minor and Patch are the server's own version: TiDB's (7.5.1
+	// of "8.0.11-TiDB-v7.5.1"), not the MySQL version it reports.
 	Major, Minor, Patch int
 	// Version is SELECT VERSION() as the server reports it.
 	Version string
@@ -59,7 +66,12 @@ var ErrUnsupportedServer = errors.New("dbq: mysql: server not supported (need My
 func parseVersion(v string) (Server, error) {
 	s := Server{Version: v, Flavor: MySQL}
 	num := v
-	if strings.Contains(strings.ToLower(v), "mariadb") {
+	switch lower := strings.ToLower(v); {
+	case strings.Contains(lower, "tidb"):
+		s.Flavor = TiDB
+		num = v[strings.Index(lower, "tidb")+len("tidb"):]
+		num = strings.TrimLeft(num, "-v")
+	case strings.Contains(lower, "mariadb"):
 		s.Flavor = MariaDB
 		num = strings.TrimPrefix(num, "5.5.5-")
 	}
@@ -85,8 +97,11 @@ func parseVersion(v string) (Server, error) {
 // check reports whether the dialect's SQL runs on s.
 func (s Server) check() error {
 	ok := s.AtLeast(8, 0, 1)
-	if s.Flavor == MariaDB {
+	switch s.Flavor {
+	case MariaDB:
 		ok = s.AtLeast(10, 6, 0)
+	case TiDB:
+		ok = s.AtLeast(6, 0, 0) // not run here yet: no older TiDB considered
 	}
 	if !ok {
 		return fmt.Errorf("%w: found %s (%s)", ErrUnsupportedServer, s, s.Version)
@@ -102,4 +117,15 @@ func (s Server) isolationVar() string {
 		return "tx_isolation"
 	}
 	return "transaction_isolation"
+}
+
+// candidateIsolation is the isolation level of a claimer's session, where
+// its candidate selects run: READ UNCOMMITTED (see doc.go, "Dirty
+// candidates"), or READ COMMITTED on TiDB, which refuses READ UNCOMMITTED
+// (error 8048) and whose READ COMMITTED takes no locks on a plain read.
+func (s Server) candidateIsolation() string {
+	if s.Flavor == TiDB {
+		return "READ COMMITTED"
+	}
+	return "READ UNCOMMITTED"
 }

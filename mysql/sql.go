@@ -33,6 +33,7 @@ const (
 	sqlClaimCandidates  = "claim_candidates"
 	sqlClaimLock        = "claim_lock"
 	sqlClaimUpdate      = "claim_update"
+	sqlClaimRead        = "claim_read"
 	sqlLeaseLock        = "lease_lock"
 	sqlComplete         = "complete"
 	sqlRetry            = "retry"
@@ -110,6 +111,9 @@ type stmtData struct {
 	ByQueue, ByState, DeadOfQueue bool
 
 	LockWaitSeconds int
+	// CandidateIsolation is the claimer session's level (session.sql),
+	// set by New from the server's flavour.
+	CandidateIsolation string
 }
 
 // statements renders and caches the statements for one table.
@@ -132,11 +136,12 @@ func newStatements(n dialect.Names, lockWaitSeconds int) (*statements, error) {
 		return nil, err
 	}
 	return &statements{base: stmtData{
-		Jobs:            n.Qualified(dialect.MySQL, n.Jobs()),
-		Queues:          n.Qualified(dialect.MySQL, n.Prefix+"queues"),
-		Schedules:       n.Qualified(dialect.MySQL, n.Prefix+"schedules"),
-		ClaimIndex:      dialect.Quote(dialect.MySQL, n.Prefix+"jobs_claim"),
-		LockWaitSeconds: lockWaitSeconds,
+		Jobs:               n.Qualified(dialect.MySQL, n.Jobs()),
+		Queues:             n.Qualified(dialect.MySQL, n.Prefix+"queues"),
+		Schedules:          n.Qualified(dialect.MySQL, n.Prefix+"schedules"),
+		ClaimIndex:         dialect.Quote(dialect.MySQL, n.Prefix+"jobs_claim"),
+		LockWaitSeconds:    lockWaitSeconds,
+		CandidateIsolation: "READ UNCOMMITTED",
 	}}, nil
 }
 

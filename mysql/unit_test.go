@@ -33,6 +33,7 @@ func TestStatementsRender(t *testing.T) {
 		sqlClaimCandidates:  func(int) int { return 3 },
 		sqlClaimLock:        func(n int) int { return n + 3 },
 		sqlClaimUpdate:      func(n int) int { return n + 2 },
+		sqlClaimRead:        func(n int) int { return n + 1 },
 		sqlLeaseLock:        func(n int) int { return n },
 		sqlComplete:         func(n int) int { return 3 * n },
 		sqlRelease:          func(n int) int { return 3 * n },
@@ -111,10 +112,29 @@ func TestStatementsRender(t *testing.T) {
 			t.Errorf("%s does not name rows by primary key:\n%s", name, q)
 		}
 	}
-	// Neither flavour's private syntax.
+	// The statements that make rows a claim's or give them back change
+	// only rows still in the state they were read in: the lock before them
+	// may have locked nothing (TiDB's SKIP LOCKED; issue #23).
+	for name, guard := range map[string]string{
+		sqlClaimUpdate: "AND state = 'ready' AND run_at <= UTC_TIMESTAMP(6)",
+		sqlClaimRead:   "AND state = 'claimed' AND claim_token = ?",
+		sqlRescue:      "AND state = 'claimed' AND claimed_until < UTC_TIMESTAMP(6)",
+		sqlComplete:    "AND state = 'claimed'\n  AND claim_token = CASE id",
+		sqlRetry:       "AND state = 'claimed'\n  AND claim_token = CASE id",
+		sqlRelease:     "AND state = 'claimed'\n  AND claim_token = CASE id",
+		sqlExtend:      "AND state = 'claimed'\n  AND claim_token = CASE id",
+		sqlCancel:      "AND state <> 'claimed'",
+		sqlRetryDead:   "AND state = 'dead'",
+	} {
+		if q := st.get(name, 3); !strings.Contains(q, guard) {
+			t.Errorf("%s lacks its guard %q:\n%s", name, guard, q)
+		}
+	}
+	// Neither flavour's private syntax, and TiDB's parser: "+ INTERVAL (…)"
+	// reads as the INTERVAL() function there; DATE_ADD is unambiguous.
 	for name := range want {
 		q := strings.ToUpper(st.get(name, 2))
-		for _, bad := range []string{"RETURNING", "FOR SHARE", "NOWAIT", "->>", "WITH "} {
+		for _, bad := range []string{"RETURNING", "FOR SHARE", "NOWAIT", "->>", "WITH ", "+ INTERVAL", "INTERVAL ("} {
 			if strings.Contains(q, bad) {
 				t.Errorf("%s uses %s", name, bad)
 			}
@@ -147,6 +167,9 @@ func TestParseVersion(t *testing.T) {
 		{"10.5.23-MariaDB", MariaDB, [3]int{10, 5, 23}, false, ""},
 		{"11.4.2-MariaDB", MariaDB, [3]int{11, 4, 2}, true, "transaction_isolation"},
 		{"9.1.0", MySQL, [3]int{9, 1, 0}, true, "transaction_isolation"},
+		{"8.0.11-TiDB-v7.5.1", TiDB, [3]int{7, 5, 1}, true, "transaction_isolation"},
+		{"8.0.11-TiDB-v8.5.0-alpha-12-g1234567", TiDB, [3]int{8, 5, 0}, true, "transaction_isolation"},
+		{"5.7.25-TiDB-v5.4.3", TiDB, [3]int{5, 4, 3}, false, ""},
 	} {
 		s, err := parseVersion(c.in)
 		if err != nil {
@@ -162,6 +185,18 @@ func TestParseVersion(t *testing.T) {
 		}
 		if c.ok && s.isolationVar() != c.iso {
 			t.Errorf("%s: isolation variable %s", c.in, s.isolationVar())
+		}
+	}
+	// The claimer's session reads candidates in READ UNCOMMITTED, except on
+	// TiDB, which refuses it (error 8048).
+	for v, want := range map[string]string{
+		"10.11.19-MariaDB": "READ UNCOMMITTED", "8.4.3": "READ UNCOMMITTED", "8.0.11-TiDB-v7.5.1": "READ COMMITTED",
+	} {
+		s, _ := parseVersion(v)
+		st, _ := newStatements(dialect.Names{}, 5)
+		st.base.CandidateIsolation = s.candidateIsolation()
+		if q := st.get(sqlSession, 0); !strings.Contains(q, "SET SESSION TRANSACTION ISOLATION LEVEL "+want+";") {
+			t.Errorf("%s: claimer session:\n%s", v, q)
 		}
 	}
 	if _, err := parseVersion("garbage"); !errors.Is(err, ErrUnsupportedServer) {
@@ -189,7 +224,20 @@ func TestClassify(t *testing.T) {
 			t.Errorf("%d: %v is not retryable or lost the driver error", n, err)
 		}
 	}
-	for _, err := range []error{me(1064), errors.New("other")} {
+	// TiDB: a write conflict, and a pessimistic statement that kept
+	// meeting newer writes, are expected when claimers race.
+	tidb := []*mysqldrv.MySQLError{
+		{Number: 9007, Message: "Write conflict, txnStartTS=452, conflictStartTS=451, conflictCommitTS=453, key={tableID=70, handle=3} primary=... [try again later]"},
+		{Number: 1105, Message: "pessimistic lock retry limit reached"},
+	}
+	for _, e := range tidb {
+		err := d.classify("x", fmt.Errorf("wrapped: %w", e))
+		var my *mysqldrv.MySQLError
+		if !dialect.IsRetryable(err) || !errors.As(err, &my) || my != e {
+			t.Errorf("TiDB %d %q: %v is not retryable or lost the driver error", e.Number, e.Message, err)
+		}
+	}
+	for _, err := range []error{me(1064), me(1105), errors.New("other")} {
 		got := d.classify("x", err)
 		if dialect.IsRetryable(got) || errors.Is(got, queue.ErrNotMigrated) || !strings.HasPrefix(got.Error(), "dbq:") {
 			t.Errorf("%v classified as %v", err, got)

@@ -3,14 +3,17 @@
 -- them against the primary (a candidate may be stale). Under READ COMMITTED
 -- InnoDB releases the lock on a row that fails the WHERE at once, so the
 -- transaction ends up holding exactly the rows this returns.
--- lease_end is the new lease's end on the database clock.
 -- The pause probe is checked again here, on the primary and against the
 -- latest committed row (step 1 may have read a replica, or run before the
 -- pause): a nested subquery of a locking read is a plain consistent read
 -- that locks nothing, so claimers never contend on the queues row.
+-- lease_end is the new lease's end on the database clock.
+-- This decides what the claim tries to take, not what it gets: a server
+-- that accepts SKIP LOCKED but locks nothing (TiDB) hands the same rows to
+-- every claimer here. claim_update.sql decides.
 SELECT id, queue, payload, priority, run_at, attempt, max_attempts,
        last_error, dedupe_key, created_at,
-       UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND AS lease_end
+       DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND) AS lease_end
 FROM {{.Jobs}} FORCE INDEX (PRIMARY)
 WHERE id IN ({{.List}})
   AND queue = ? AND state = 'ready' AND run_at <= UTC_TIMESTAMP(6)

@@ -8,5 +8,5 @@ INSERT INTO {{.Jobs}}
     (queue, payload, priority, run_at, max_attempts, dedupe_key, claim_token, created_at)
 VALUES
 {{- range $i, $_ := .Rows}}{{if $i}},{{end}}
-    (?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND), ?, ?, ?, UTC_TIMESTAMP(6))
+    (?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND)), ?, ?, ?, UTC_TIMESTAMP(6))
 {{- end}}

@@ -12,5 +12,5 @@
 INSERT INTO {{.Jobs}}
     (queue, payload, priority, run_at, max_attempts, dedupe_key, created_at)
 VALUES
-    (?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND), ?, ?, UTC_TIMESTAMP(6))
+    (?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND)), ?, ?, UTC_TIMESTAMP(6))
 ON DUPLICATE KEY UPDATE id = IF(LAST_INSERT_ID(-id), id, id)

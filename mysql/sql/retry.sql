@@ -7,14 +7,15 @@
 -- state is assigned first, from the attempt count before this update, and
 -- last_error before attempt (MySQL evaluates single-table assignments left
 -- to right; MariaDB's SIMULTANEOUS_ASSIGNMENT mode reads old values
--- throughout: same result).
+-- throughout: same result). Times are DATE_ADD(…, INTERVAL … MICROSECOND),
+-- never "+ INTERVAL (…)", which TiDB parses as the INTERVAL() function.
 UPDATE {{.Jobs}}
 SET state = CASE (CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END)
                 WHEN 'snooze' THEN 'ready'
                 WHEN 'dead' THEN 'dead'
                 ELSE IF(attempt + 1 >= max_attempts, 'dead', 'ready')
             END,
-    run_at = UTC_TIMESTAMP(6) + INTERVAL (CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END) MICROSECOND,
+    run_at = DATE_ADD(UTC_TIMESTAMP(6), INTERVAL CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END MICROSECOND),
     last_error = COALESCE(CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END, last_error),
     attempt = attempt + (CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END),
     claim_token = NULL,

@@ -23,6 +23,14 @@
 --   hi:  priorities after $5, from their first due job.
 -- Each prio CTE walks the distinct ready priorities of its side (one index
 -- descent each).
+--
+-- The UPDATE changes only rows still ready and due: the statement, not the
+-- SKIP LOCKED before it, makes a row this claim's. On PostgreSQL the lock
+-- holds and the check changes nothing; where SKIP LOCKED locks nothing, a
+-- second claim of the same rows waits on the first one's update and then
+-- finds them claimed (issue #23). The state test is a CASE so that the
+-- partial claim index cannot serve it (see postcheck.sql): t is reached by
+-- primary key only.
 UPDATE {{jobs}} AS t
 SET state = 'claimed',
     claim_token = $3,
@@ -89,6 +97,6 @@ FROM (
     WHERE NOT EXISTS (SELECT 1 FROM {{queues}} WHERE queue = $1 AND paused)
     LIMIT $2
 ) AS c
-WHERE t.id = c.id
+WHERE t.id = c.id AND CASE t.state WHEN 'ready' THEN true END AND t.run_at <= now()
 RETURNING t.id, t.queue, t.payload, t.priority, t.run_at, t.attempt, t.max_attempts,
           t.claimed_until, t.last_error, t.dedupe_key, t.created_at
