@@ -74,7 +74,11 @@ func Versions(d dialect.Name) ([]int64, error) {
 }
 
 // FS returns the migrations of dialect d rendered for names n.
-func FS(d dialect.Name, n dialect.Names) (fs.FS, error) {
+func FS(d dialect.Name, n dialect.Names) (fs.FS, error) { return render(d, n, false) }
+
+// render renders the migrations; tidb marks a MySQL-dialect server that
+// is TiDB, which some statements must spell differently ({{if tidb}}).
+func render(d dialect.Name, n dialect.Names, tidb bool) (fs.FS, error) {
 	n = n.WithDefaults()
 	if err := n.Validate(); err != nil {
 		return nil, err
@@ -88,6 +92,7 @@ func FS(d dialect.Name, n dialect.Names) (fs.FS, error) {
 		"ident":  func(s string) string { return dialect.Quote(d, n.Prefix+s) },
 		"schema": func() string { return schemaOrEmpty(d, n) },
 		"prefix": func() string { return n.Prefix },
+		"tidb":   func() bool { return tidb },
 	}
 	out := fstest.MapFS{}
 	err = fs.WalkDir(raw, ".", func(p string, e fs.DirEntry, err error) error {
@@ -112,6 +117,19 @@ func FS(d dialect.Name, n dialect.Names) (fs.FS, error) {
 	return out, err
 }
 
+// isTiDB reports whether db, of dialect d, is a TiDB server (VERSION()
+// like 8.0.11-TiDB-v8.5.3).
+func isTiDB(ctx context.Context, d dialect.Name, db *sql.DB) (bool, error) {
+	if d != dialect.MySQL {
+		return false, nil
+	}
+	var v string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+		return false, fmt.Errorf("dbq: migrations: read the server version: %w", err)
+	}
+	return strings.Contains(v, "TiDB"), nil
+}
+
 func schemaOrEmpty(d dialect.Name, n dialect.Names) string {
 	if n.Schema == "" || d == dialect.SQLite {
 		return ""
@@ -126,7 +144,11 @@ func schemaOrEmpty(d dialect.Name, n dialect.Names) string {
 // table lives there.
 func NewProvider(ctx context.Context, d dialect.Name, db *sql.DB, n dialect.Names) (*goose.Provider, error) {
 	n = n.WithDefaults()
-	fsys, err := FS(d, n)
+	tidb, err := isTiDB(ctx, d, db)
+	if err != nil {
+		return nil, err
+	}
+	fsys, err := render(d, n, tidb)
 	if err != nil {
 		return nil, err
 	}
