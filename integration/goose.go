@@ -25,7 +25,13 @@ import (
 func GooseProvider(t *testing.T, d dialect.Name, db *sql.DB, n dialect.Names) *goose.Provider {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := migrations.WriteDir(dir, d, n); err != nil {
+	wd := d
+	if tidb, err := migrations.IsTiDB(context.Background(), d, db); err != nil {
+		t.Fatal(err)
+	} else if tidb {
+		wd = migrations.TiDB
+	}
+	if _, err := migrations.WriteDir(dir, wd, n); err != nil {
 		t.Fatalf("migrations.WriteDir: %v", err)
 	}
 	gd, err := migrations.GooseDialect(d)

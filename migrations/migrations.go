@@ -117,9 +117,14 @@ func render(d dialect.Name, n dialect.Names, tidb bool) (fs.FS, error) {
 	return out, err
 }
 
-// isTiDB reports whether db, of dialect d, is a TiDB server (VERSION()
-// like 8.0.11-TiDB-v8.5.3).
-func isTiDB(ctx context.Context, d dialect.Name, db *sql.DB) (bool, error) {
+// TiDB names, for Render, SQL and WriteDir only, the MySQL dialect's
+// migrations as TiDB takes them (`dbq migrate sql --dialect tidb`).
+// NewProvider finds TiDB by itself.
+const TiDB dialect.Name = "tidb"
+
+// IsTiDB reports whether db, of dialect d, is a TiDB server (VERSION()
+// like 8.0.11-TiDB-v8.5.3), whose migrations differ ({{if tidb}}).
+func IsTiDB(ctx context.Context, d dialect.Name, db *sql.DB) (bool, error) {
 	if d != dialect.MySQL {
 		return false, nil
 	}
@@ -144,7 +149,7 @@ func schemaOrEmpty(d dialect.Name, n dialect.Names) string {
 // table lives there.
 func NewProvider(ctx context.Context, d dialect.Name, db *sql.DB, n dialect.Names) (*goose.Provider, error) {
 	n = n.WithDefaults()
-	tidb, err := isTiDB(ctx, d, db)
+	tidb, err := IsTiDB(ctx, d, db)
 	if err != nil {
 		return nil, err
 	}

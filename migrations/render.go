@@ -44,7 +44,11 @@ type Migration struct {
 // Keep to one of the two for a given set of tables.
 func Render(d dialect.Name, n dialect.Names) ([]Migration, error) {
 	n = n.WithDefaults()
-	fsys, err := FS(d, n)
+	tidb := d == TiDB
+	if tidb {
+		d = dialect.MySQL
+	}
+	fsys, err := render(d, n, tidb)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func TestOpenURLForm(t *testing.T) {
 	defer q.Close()
 	d := q.Driver().(*Driver)
 	srv := d.Server()
-	if srv.Major == 0 || srv.Version == "" || (srv.Flavor != MySQL && srv.Flavor != MariaDB) {
+	if srv.Major == 0 || srv.Version == "" || (srv.Flavor != MySQL && srv.Flavor != MariaDB && srv.Flavor != TiDB) {
 		t.Fatalf("Server() = %+v", srv)
 	}
 	t.Logf("server: %s (%s), innodb_autoinc_lock_mode %d", srv, srv.Version, srv.AutoincLockMode)

@@ -310,6 +310,9 @@ func TestBeginRCSetsIsolation(t *testing.T) {
 	t.Parallel()
 	name, dsn := newDatabase(t)
 	_, d := openQueueOn(t, dsn, Config{}, true)
+	if d.Server().Flavor == TiDB {
+		t.Skip("does not apply to TiDB: it has no READ UNCOMMITTED to leave a session at")
+	}
 	probe := uncommittedRow(t, name)
 	ctx := ctxTimeout(t, 30*time.Second)
 	d.db.SetMaxOpenConns(1) // the next transaction gets the session set here

@@ -166,7 +166,7 @@ for a set of tables: goose keeps its own version table, dbq migrate its own.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dialectName, "dialect", "", "postgres, mysql (MariaDB too), sqlserver or sqlite (default: the scheme of --dsn)")
+	f.StringVar(&dialectName, "dialect", "", "postgres, mysql (MariaDB too), tidb, sqlserver or sqlite (default: the scheme of --dsn)")
 	f.Int64Var(&version, "version", 0, "only this migration version (default: all)")
 	f.BoolVar(&down, "down", false, "the down direction, newest first")
 	f.StringVar(&dir, "dir", "", "write goose files into this directory instead of printing")
@@ -180,7 +180,7 @@ func (g *globals) sqlDialect(cmd *cobra.Command, name string) (dialect.Name, err
 	if name != "" {
 		d, ok := dialectNames[strings.ToLower(name)]
 		if !ok {
-			return "", fmt.Errorf("--dialect %q: want postgres, mysql, sqlserver or sqlite", name)
+			return "", fmt.Errorf("--dialect %q: want postgres, mysql, tidb, sqlserver or sqlite", name)
 		}
 		return d, nil
 	}
@@ -196,7 +196,7 @@ func (g *globals) sqlDialect(cmd *cobra.Command, name string) (dialect.Name, err
 
 var dialectNames = map[string]dialect.Name{
 	"postgres": dialect.Postgres, "postgresql": dialect.Postgres,
-	"mysql": dialect.MySQL, "mariadb": dialect.MySQL,
+	"mysql": dialect.MySQL, "mariadb": dialect.MySQL, "tidb": migrations.TiDB,
 	"sqlserver": dialect.MSSQL, "mssql": dialect.MSSQL,
 	"sqlite": dialect.SQLite, "sqlite3": dialect.SQLite,
 }
