@@ -88,6 +88,13 @@ func TestJobsPageFiltersAndPagesByID(t *testing.T) {
 		if code, _ := b.get(fmt.Sprintf("/jobs/%d", last+1)); code != http.StatusNotFound {
 			t.Errorf("job %d, never stored: %d, want 404", last+1, code)
 		}
+		if _, err := e.q.Cancel(ctxT(t), a[1]); err != nil {
+			t.Fatal(err)
+		}
+		if code, body := b.get(fmt.Sprintf("/jobs/%d", a[1])); code != http.StatusNotFound ||
+			!strings.Contains(body, fmt.Sprintf("<h1>Job %d not found</h1>", a[1])) {
+			t.Errorf("job %d, cancelled: %d, want 404 and a page that says so", a[1], code)
+		}
 	})
 }
 
@@ -168,6 +175,9 @@ func TestActionsChangeTheDatabase(t *testing.T) {
 		}
 		if j := e.job(t, ids[0]); j == nil || j.State != queue.StateReady || j.Attempt != 0 {
 			t.Fatalf("retried job %d: %+v, want ready with attempt 0", ids[0], j)
+		}
+		if j := e.job(t, ids[1]); j == nil || j.State != queue.StateDead {
+			t.Fatalf("retry of job %d changed job %d: %+v", ids[0], ids[1], j)
 		}
 		if body := b.page(loc); !strings.Contains(body, fmt.Sprintf(`<p class="flash" role="status">Job %d is ready to run again.</p>`, ids[0])) {
 			t.Errorf("no flash after retry")
@@ -263,13 +273,17 @@ func TestReadOnlyShowsNoActionsAndRefusesPosts(t *testing.T) {
 	eachDB(t, func(t *testing.T, e *env) {
 		ids := e.enqueue(t, queue.NewJob{Queue: "r"})
 		e.kill(t, "r", ids[0], "failed")
-		b := e.serve(t, ui.Options{ReadOnly: true})
+		secret := []byte("one secret for both handlers, 32+")
+		rw := e.serve(t, ui.Options{CSRFSecret: secret})
+		b := e.serve(t, ui.Options{ReadOnly: true, CSRFSecret: secret})
+		b.c = rw.c // same cookies: a token valid for both
+		tok := rw.token("/")
 		for _, path := range []string{"/", fmt.Sprintf("/jobs/%d", ids[0])} {
 			if body := b.page(path); strings.Contains(body, "<form method=\"post\"") {
 				t.Errorf("read-only %s shows an action", path)
 			}
 		}
-		if code, _ := b.post("/pause", url.Values{"queue": {"r"}}); code != http.StatusForbidden {
+		if code, _ := b.post("/pause", url.Values{"csrf": {tok}, "queue": {"r"}}); code != http.StatusForbidden {
 			t.Errorf("read-only pause: %d, want 403", code)
 		}
 		if p, _ := e.q.Paused(ctxT(t)); len(p) != 0 {
