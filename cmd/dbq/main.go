@@ -154,7 +154,7 @@ The database is named by --dsn (or $DBQ_DSN):
 	f.StringVar(&g.strategy, "strategy", "", "claimer: PostgreSQL advisory (default) or skiplocked; SQL Server deletetop (default) or updlock")
 	f.BoolVarP(&g.verbose, "verbose", "v", false, "log debug output to stderr")
 	root.AddCommand(migrateCmd(g), checkCmd(g), enqueueCmd(g), statsCmd(g), workCmd(g), demoCmd(g), benchCmd(g),
-		jobsCmd(g), deadCmd(g), cancelCmd(g), pauseCmd(g, true), pauseCmd(g, false), moveCmd(g))
+		jobsCmd(g), deadCmd(g), cancelCmd(g), pauseCmd(g, true), pauseCmd(g, false), moveCmd(g), uiCmd(g))
 	return root
 }
 
