@@ -56,7 +56,7 @@ type env struct {
 // newEnv migrates tables of t's own (a unique prefix) in db and opens a
 // Queue on them; all is dropped when t ends. A server that does not answer
 // skips t, unless DBQ_REQUIRE names it.
-func newEnv(t *testing.T, tdb testDB) *env {
+func newEnv(t testing.TB, tdb testDB) *env {
 	t.Helper()
 	dsn := tdb.dsn
 	if tdb.d == dialect.SQLite {
@@ -78,14 +78,14 @@ func newEnv(t *testing.T, tdb testDB) *env {
 	return &env{d: tdb.d, q: q, db: db, names: cfg.Names()}
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // enqueue stores jobs and returns their ids.
-func (e *env) enqueue(t *testing.T, jobs ...queue.NewJob) []int64 {
+func (e *env) enqueue(t testing.TB, jobs ...queue.NewJob) []int64 {
 	t.Helper()
 	ids, err := e.q.Enqueue(ctxT(t), jobs...)
 	if err != nil {
@@ -96,7 +96,7 @@ func (e *env) enqueue(t *testing.T, jobs ...queue.NewJob) []int64 {
 
 // kill makes job id of queue name dead with last_error msg; other jobs of
 // the queue it claims on the way are released.
-func (e *env) kill(t *testing.T, name string, id int64, msg string) {
+func (e *env) kill(t testing.TB, name string, id int64, msg string) {
 	t.Helper()
 	ctx := ctxT(t)
 	c, err := e.q.NewClaimer(ctx)
