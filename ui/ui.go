@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -271,6 +272,19 @@ func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	// Stats counts jobs, so a paused queue with none is missing from it;
+	// show it, or it could never be resumed from here.
+	paused, err := h.q.Paused(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, name := range paused {
+		if !slices.ContainsFunc(st, func(s queue.QueueStats) bool { return s.Queue == name }) {
+			st = append(st, queue.QueueStats{Queue: name, Paused: true})
+		}
+	}
+	slices.SortFunc(st, func(a, b queue.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
 	h.render(w, r, "queues", "Queues", queuesPage{Queues: st})
 }
 

@@ -20,14 +20,17 @@ func TestQueuesPageCountsEachQueue(t *testing.T) {
 			queue.NewJob{Queue: "emails", Delay: time.Hour})
 		ids := e.enqueue(t, queue.NewJob{Queue: "reports"}, queue.NewJob{Queue: "reports"})
 		e.kill(t, "reports", ids[1], "boom")
-		if err := e.q.Pause(ctxT(t), "reports"); err != nil {
-			t.Fatal(err)
+		for _, name := range []string{"reports", "idle"} {
+			if err := e.q.Pause(ctxT(t), name); err != nil {
+				t.Fatal(err)
+			}
 		}
 		b := e.serve(t, ui.Options{})
 		body := b.page("/")
 		for name, want := range map[string]string{
 			"emails":  `^emails 3 1 0 0 \S+ running Pause$`,
 			"reports": `^reports 1 0 0 1 \S+ paused Resume Retry 1 dead$`,
+			"idle":    `^idle 0 0 0 0 – paused Resume$`, // paused, no jobs: not in Stats
 		} {
 			if got := queueRow(body, name); !regexp.MustCompile(want).MatchString(got) {
 				t.Errorf("row of %s: %q, want %s", name, got, want)
