@@ -3,6 +3,7 @@ module github.com/dbqueue/dbq
 go 1.26.8
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/microsoft/go-mssqldb v1.11.2
@@ -14,6 +15,11 @@ require (
 	github.com/sqlc-dev/teesql v1.1.0
 	go.uber.org/goleak v1.3.0
 	modernc.org/sqlite v1.61.1
+)
+
+require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 )
 
 require (

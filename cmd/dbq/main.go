@@ -158,7 +158,7 @@ or in the driver's own form: user:pass@tcp(host:3306)/db, host=h user=u dbname=d
 	f.BoolVarP(&g.verbose, "verbose", "v", false, "log debug output to stderr")
 	root.AddCommand(migrateCmd(g), checkCmd(g), enqueueCmd(g), statsCmd(g), workCmd(g), demoCmd(g), benchCmd(g),
 		jobsCmd(g), deadCmd(g), cancelCmd(g), pauseCmd(g, true), pauseCmd(g, false), moveCmd(g),
-		schedulesCmd(g), scheduleCmd(g))
+		schedulesCmd(g), scheduleCmd(g), uiCmd(g))
 	return root
 }
 

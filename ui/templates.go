@@ -1,0 +1,102 @@
+package ui
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/dbqueue/dbq/queue"
+)
+
+// pages are the templates, each parsed with layout.html.
+var pages = []string{"queues", "jobs", "job", "missing"}
+
+func (h *handler) parse() error {
+	funcs := template.FuncMap{
+		"since":    since,
+		"utc":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+		"rel":      rel,
+		"state":    shownState,
+		"jobsURL":  h.jobsURL,
+		"pageURL":  h.pageURL,
+		"isZero":   func(t time.Time) bool { return t.IsZero() },
+		"canRetry": func(j *queue.Job) bool { return j.State == queue.StateDead },
+		"canCancel": func(j *queue.Job) bool {
+			return j.State != queue.StateClaimed
+		},
+	}
+	h.tmpl = map[string]*template.Template{}
+	for _, name := range pages {
+		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return fmt.Errorf("dbq: ui: templates: %w", err)
+		}
+		h.tmpl[name] = t
+	}
+	return nil
+}
+
+// jobsURL links to the Jobs page filtered by queue and state.
+func (h *handler) jobsURL(queueName, state string) string { return h.pageURL(queueName, state, 0) }
+
+// pageURL links to the page of jobs after id that match queue and state.
+func (h *handler) pageURL(queueName, state string, after int64) string {
+	v := url.Values{}
+	if after > 0 {
+		v.Set("after", strconv.FormatInt(after, 10))
+	}
+	if queueName != "" {
+		v.Set("queue", queueName)
+	}
+	if state != "" {
+		v.Set("state", state)
+	}
+	if len(v) == 0 {
+		return h.opts.Prefix + "/jobs"
+	}
+	return h.opts.Prefix + "/jobs?" + v.Encode()
+}
+
+// shownState is a job's state as the pages name it: a ready job whose
+// run_at is ahead is scheduled, a claimed one is held.
+func shownState(j *queue.Job, now time.Time) string {
+	switch {
+	case j.State == queue.StateReady && j.RunAt.After(now):
+		return "scheduled"
+	case j.State == queue.StateClaimed:
+		return "held"
+	}
+	return string(j.State)
+}
+
+// since formats a wait in seconds, as QueueStats.OldestReadyAge gives it.
+func since(seconds float64) string {
+	if seconds <= 0 || math.IsNaN(seconds) {
+		return "0s"
+	}
+	return short(time.Duration(seconds * float64(time.Second)))
+}
+
+// rel says how far t is from now: "in 5m", "3h ago".
+func rel(t, now time.Time) string {
+	d := t.Sub(now)
+	if d >= 0 {
+		return "in " + short(d)
+	}
+	return short(-d) + " ago"
+}
+
+func short(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}

@@ -1,0 +1,460 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/queue"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Default and largest Options.PageSize.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 1000
+)
+
+// Options configures NewHandler. The zero value serves at the root, with
+// actions, 50 jobs a page and a random CSRF secret.
+type Options struct {
+	// Prefix is the path the handler is mounted under, such as
+	// "/admin/dbq": the handler serves Prefix+"/" and below, and builds
+	// every link from it. Default "" (the root).
+	Prefix string
+	// ReadOnly hides the actions and refuses every POST with 403.
+	ReadOnly bool
+	// PageSize is the jobs a list page shows. Default 50, at most 1000.
+	PageSize int
+	// CSRFSecret signs the CSRF tokens and flash messages. Default: 32
+	// random bytes per handler. Give every process the same secret when
+	// several serve the dashboard behind one address.
+	CSRFSecret []byte
+	// Logger receives errors the pages could not show. Default: the
+	// Queue's logger.
+	Logger *slog.Logger
+}
+
+// handler serves the dashboard of one Queue.
+type handler struct {
+	q      *queue.Queue
+	opts   Options
+	tmpl   map[string]*template.Template
+	mux    *http.ServeMux
+	log    *slog.Logger
+	secret []byte
+	// crossOrigin refuses requests a browser marks as cross-site, even
+	// with a valid token.
+	crossOrigin *http.CrossOriginProtection
+}
+
+// NewHandler returns the dashboard of q. See the package doc for mounting
+// it and for what it does and does not protect.
+func NewHandler(q *queue.Queue, opts Options) (http.Handler, error) {
+	if q == nil {
+		return nil, errors.New("dbq: ui: nil queue")
+	}
+	opts.Prefix = strings.TrimRight(opts.Prefix, "/")
+	if opts.Prefix != "" && (!strings.HasPrefix(opts.Prefix, "/") || strings.ContainsAny(opts.Prefix, "?#\"'<> ")) {
+		return nil, fmt.Errorf("dbq: ui: Prefix %q: want a path such as /admin/dbq", opts.Prefix)
+	}
+	switch {
+	case opts.PageSize == 0:
+		opts.PageSize = DefaultPageSize
+	case opts.PageSize < 0 || opts.PageSize > MaxPageSize:
+		return nil, fmt.Errorf("dbq: ui: PageSize %d out of range 1..%d", opts.PageSize, MaxPageSize)
+	}
+	h := &handler{q: q, opts: opts, log: opts.Logger, secret: opts.CSRFSecret,
+		crossOrigin: http.NewCrossOriginProtection()}
+	if h.log == nil {
+		h.log = q.Config().Logger
+	}
+	if len(h.secret) == 0 {
+		h.secret = make([]byte, 32)
+		rand.Read(h.secret)
+	}
+	if err := h.parse(); err != nil {
+		return nil, err
+	}
+	static, _ := fs.Sub(assets, "static")
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", h.queues)
+	m.HandleFunc("GET /jobs", h.jobs)
+	m.HandleFunc("GET /jobs/{id}", h.job)
+	m.HandleFunc("POST /retry", h.retry)
+	m.HandleFunc("POST /cancel", h.cancel)
+	m.HandleFunc("POST /pause", h.pause(true))
+	m.HandleFunc("POST /resume", h.pause(false))
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	h.mux = m
+	return h, nil
+}
+
+// csp allows nothing but the embedded stylesheet and forms posted back here.
+const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", csp)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "same-origin")
+	hd.Set("Cache-Control", "no-store")
+	path, ok := strings.CutPrefix(r.URL.Path, h.opts.Prefix)
+	if !ok || !strings.HasPrefix(path, "/") {
+		if ok && path == "" && r.Method == http.MethodGet {
+			http.Redirect(w, r, h.opts.Prefix+"/", http.StatusFound)
+			return
+		}
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if h.opts.ReadOnly {
+			http.Error(w, "dbq: the dashboard is read-only", http.StatusForbidden)
+			return
+		}
+		if err := h.crossOrigin.Check(r); err != nil {
+			http.Error(w, "dbq: cross-origin request refused", http.StatusForbidden)
+			return
+		}
+		if !h.validToken(r) {
+			http.Error(w, "dbq: missing or invalid CSRF token; reload the page and try again", http.StatusForbidden)
+			return
+		}
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = path
+	r2.URL.RawPath = ""
+	h.mux.ServeHTTP(w, r2)
+}
+
+// The CSRF token is an HMAC of a random value kept in a SameSite=Strict
+// cookie: a page of another site can neither read the cookie nor the
+// token, and a token stolen from one browser is no use without its cookie.
+const (
+	csrfCookie  = "dbq_csrf"
+	flashCookie = "dbq_flash"
+	csrfField   = "csrf"
+)
+
+func (h *handler) sign(kind, v string) string {
+	m := hmac.New(sha256.New, h.secret)
+	m.Write([]byte(kind + "\x00" + v))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (h *handler) cookiePath() string { return h.opts.Prefix + "/" }
+
+// csrfToken returns the token for r's forms, setting the cookie it is
+// bound to when r has none.
+func (h *handler) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 {
+		return h.sign("csrf", c.Value)
+	}
+	b := make([]byte, 24)
+	rand.Read(b)
+	v := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: h.cookiePath(), HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	return h.sign("csrf", v)
+}
+
+func (h *handler) validToken(r *http.Request) bool {
+	c, err := r.Cookie(csrfCookie)
+	if err != nil || len(c.Value) < 32 {
+		return false
+	}
+	got := r.PostFormValue(csrfField)
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.sign("csrf", c.Value))) == 1
+}
+
+// setFlash leaves msg for the next page the browser shows.
+func (h *handler) setFlash(w http.ResponseWriter, r *http.Request, msg string) {
+	v := base64.RawURLEncoding.EncodeToString([]byte(msg))
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: v + "." + h.sign("flash", v), Path: h.cookiePath(),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 60})
+}
+
+// takeFlash returns the message setFlash left, if it is ours, and clears it.
+func (h *handler) takeFlash(w http.ResponseWriter, r *http.Request) string {
+	c, err := r.Cookie(flashCookie)
+	if err != nil {
+		return ""
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: h.cookiePath(), MaxAge: -1})
+	v, sig, _ := strings.Cut(c.Value, ".")
+	if subtle.ConstantTimeCompare([]byte(sig), []byte(h.sign("flash", v))) != 1 {
+		return ""
+	}
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// page is what every template gets.
+type page struct {
+	Title    string
+	Prefix   string
+	Dialect  string
+	CSRF     string
+	ReadOnly bool
+	Flash    string
+	Nav      string
+	Data     any
+}
+
+// render answers r with the page name (200, or status when given).
+func (h *handler) render(w http.ResponseWriter, r *http.Request, name, title string, data any, status ...int) {
+	p := page{Title: title, Prefix: h.opts.Prefix, Dialect: h.q.Dialect(), ReadOnly: h.opts.ReadOnly,
+		Nav: name, Data: data}
+	if !h.opts.ReadOnly {
+		p.CSRF = h.csrfToken(w, r)
+	}
+	p.Flash = h.takeFlash(w, r)
+	var buf bytes.Buffer
+	if err := h.tmpl[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if len(status) > 0 {
+		w.WriteHeader(status[0])
+	}
+	buf.WriteTo(w)
+}
+
+// fail answers r with err's text, escaped, and logs it.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, queue.ErrInvalidJob), errors.Is(err, queue.ErrInvalidLimit),
+		errors.Is(err, dialect.ErrInvalidQueue), errors.Is(err, errBadRequest):
+		status = http.StatusBadRequest
+	case errors.Is(err, context.Canceled):
+		return
+	default:
+		h.log.Error("dbq ui", "path", r.URL.Path, "err", err)
+	}
+	http.Error(w, err.Error(), status)
+}
+
+var errBadRequest = errors.New("dbq: ui: bad request")
+
+// queuesPage is the data of the Queues page.
+type queuesPage struct {
+	Queues []queue.QueueStats
+}
+
+func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
+	st, err := h.q.Stats(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	// Stats counts jobs, so a paused queue with none is missing from it;
+	// show it, or it could never be resumed from here.
+	paused, err := h.q.Paused(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, name := range paused {
+		if !slices.ContainsFunc(st, func(s queue.QueueStats) bool { return s.Queue == name }) {
+			st = append(st, queue.QueueStats{Queue: name, Paused: true})
+		}
+	}
+	slices.SortFunc(st, func(a, b queue.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	h.render(w, r, "queues", "Queues", queuesPage{Queues: st})
+}
+
+// jobsPage is the data of the Jobs page.
+type jobsPage struct {
+	Queue, State string
+	States       []string
+	Jobs         []*queue.Job
+	After        int64
+	Next         int64 // 0: no next page
+	Now          time.Time
+}
+
+// listStates are the states the Jobs page filters on; "claimed" is
+// "held" on the pages.
+var listStates = []string{"ready", "claimed", "dead"}
+
+func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
+	qv := r.URL.Query()
+	if s := strings.TrimSpace(qv.Get("id")); s != "" {
+		id, err := strconv.ParseInt(strings.TrimPrefix(s, "#"), 10, 64)
+		if err != nil || id < 1 {
+			h.fail(w, r, fmt.Errorf("%w: job id %q is not a positive number", errBadRequest, s))
+			return
+		}
+		http.Redirect(w, r, h.opts.Prefix+"/jobs/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
+		return
+	}
+	// No Stats here (for a list of queue names): counting is a scan, and
+	// this page must stay an index range on a table of millions.
+	f := queue.JobFilter{Queue: strings.TrimSpace(qv.Get("queue")), State: queue.State(qv.Get("state")), Limit: h.opts.PageSize + 1}
+	if s := qv.Get("after"); s != "" {
+		after, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || after < 0 {
+			h.fail(w, r, fmt.Errorf("%w: after=%q is not a job id", errBadRequest, s))
+			return
+		}
+		f.AfterID = after
+	}
+	jobs, err := h.q.Jobs(r.Context(), f)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p := jobsPage{Queue: f.Queue, State: string(f.State), States: listStates, After: f.AfterID, Now: time.Now()}
+	if len(jobs) > h.opts.PageSize {
+		jobs = jobs[:h.opts.PageSize]
+		p.Next = jobs[len(jobs)-1].ID
+	}
+	p.Jobs = jobs
+	h.render(w, r, "jobs", "Jobs", p)
+}
+
+// jobPage is the data of the Job page.
+type jobPage struct {
+	Job     *queue.Job
+	Payload payloadView
+	Now     time.Time
+}
+
+// find returns the stored job id, or nil when there is none: completed
+// and cancelled jobs are deleted.
+func (h *handler) find(ctx context.Context, id int64) (*queue.Job, error) {
+	jobs, err := h.q.Jobs(ctx, queue.JobFilter{AfterID: id - 1, Limit: 1})
+	if err != nil || len(jobs) == 0 || jobs[0].ID != id {
+		return nil, err
+	}
+	return jobs[0], nil
+}
+
+func (h *handler) job(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		http.NotFound(w, r)
+		return
+	}
+	j, err := h.find(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if j == nil {
+		h.render(w, r, "missing", "Job not found", id, http.StatusNotFound)
+		return
+	}
+	h.render(w, r, "job", fmt.Sprintf("Job %d", id), jobPage{Job: j, Payload: viewPayload(j.Payload), Now: time.Now()})
+}
+
+// formID returns the job id posted in r, or 0.
+func formID(r *http.Request) int64 {
+	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0
+	}
+	return id
+}
+
+// back redirects to the Job page of id, or to the Queues page when id is 0,
+// leaving msg to show there.
+func (h *handler) back(w http.ResponseWriter, r *http.Request, id int64, msg string) {
+	h.setFlash(w, r, msg)
+	to := h.opts.Prefix + "/"
+	if id > 0 {
+		to = h.opts.Prefix + "/jobs/" + strconv.FormatInt(id, 10)
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// retry revives one dead job (id and queue posted) or every dead job of a
+// queue (queue alone).
+func (h *handler) retry(w http.ResponseWriter, r *http.Request) {
+	name, id := r.PostFormValue("queue"), formID(r)
+	var ids []int64
+	if id > 0 {
+		ids = []int64{id}
+	} else if r.PostFormValue("id") != "" {
+		h.fail(w, r, fmt.Errorf("%w: bad job id", errBadRequest))
+		return
+	}
+	done, err := h.q.RetryDead(r.Context(), name, ids...)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	switch {
+	case id > 0 && len(done) == 1:
+		h.back(w, r, id, fmt.Sprintf("Job %d is ready to run again.", id))
+	case id > 0:
+		h.back(w, r, id, fmt.Sprintf("Job %d was not retried: it is not dead in queue %s.", id, name))
+	default:
+		h.back(w, r, 0, fmt.Sprintf("Queue %s: %d dead jobs are ready to run again.", name, len(done)))
+	}
+}
+
+func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
+	id := formID(r)
+	if id == 0 {
+		h.fail(w, r, fmt.Errorf("%w: bad job id", errBadRequest))
+		return
+	}
+	done, err := h.q.Cancel(r.Context(), id)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if len(done) == 0 {
+		h.back(w, r, id, fmt.Sprintf("Job %d was not cancelled: a worker holds it, or it is gone.", id))
+		return
+	}
+	h.setFlash(w, r, fmt.Sprintf("Job %d cancelled (deleted).", id))
+	http.Redirect(w, r, h.opts.Prefix+"/jobs?queue="+url.QueryEscape(r.PostFormValue("queue")), http.StatusSeeOther)
+}
+
+func (h *handler) pause(paused bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PostFormValue("queue")
+		var err error
+		if paused {
+			err = h.q.Pause(r.Context(), name)
+		} else {
+			err = h.q.Resume(r.Context(), name)
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if paused {
+			h.back(w, r, 0, fmt.Sprintf("Queue %s is paused: workers claim none of its jobs.", name))
+		} else {
+			h.back(w, r, 0, fmt.Sprintf("Queue %s is running again.", name))
+		}
+	}
+}
