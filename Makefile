@@ -39,10 +39,14 @@ help:
 	@echo "make clean         remove build and test leftovers"
 
 # A PgBouncer in transaction mode in front of the local PostgreSQL, for the
-# pooler tests (postgres/pooler_test.go); make test runs them through it.
+# pooler tests (postgres/pooler_test.go), and Debian's chromium for the
+# dashboard's browser test; make test runs them.
 servers:
 	@bash scripts/ensure-servers.sh
 	@bash scripts/pgbouncer.sh up >/dev/null || echo "servers: PgBouncer did not start; the pooler tests will skip or fail per DBQ_REQUIRE"
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && [ "$$DBQ_NO_INSTALL" != 1 ] && \
+		DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q chromium >/dev/null; } || \
+		echo "servers: no chromium; the dashboard's browser test will skip or fail per DBQ_REQUIRE"
 
 test-pgbouncer: servers
 	DBQ_REQUIRE=postgres,pgbouncer $(GO) test -race -count=1 -v -run 'PgBouncer|AdvisorySessionGuard' ./postgres/
