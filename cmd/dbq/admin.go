@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -278,6 +279,17 @@ func pauseCmd(g *globals, pause bool) *cobra.Command {
 	if !pause {
 		use, short, verb = "resume QUEUE", "Let workers claim a paused queue's jobs again", "resumed"
 	}
+	return g.toggleCmd(use, short, verb, func(ctx context.Context, q *queue.Queue, name string) error {
+		if pause {
+			return q.Pause(ctx, name)
+		}
+		return q.Resume(ctx, name)
+	})
+}
+
+// toggleCmd is a command that pauses or resumes one named thing (a queue,
+// a schedule) with set, then says verb and the name.
+func (g *globals) toggleCmd(use, short, verb string, set func(context.Context, *queue.Queue, string) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -289,12 +301,7 @@ func pauseCmd(g *globals, pause bool) *cobra.Command {
 				return err
 			}
 			defer q.Close()
-			if pause {
-				err = q.Pause(ctx, args[0])
-			} else {
-				err = q.Resume(ctx, args[0])
-			}
-			if err != nil {
+			if err := set(ctx, q, args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), verb, args[0])

@@ -70,29 +70,16 @@ func schedulePauseCmd(g *globals, pause bool) *cobra.Command {
 	if !pause {
 		use, short, verb = "resume NAME", "Let a paused schedule enqueue jobs again from its next tick", "resumed"
 	}
-	return &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			q, err := g.open(ctx, g.config())
-			if err != nil {
-				return err
-			}
-			defer q.Close()
-			if pause {
-				err = q.PauseSchedule(ctx, args[0])
-			} else {
-				err = q.ResumeSchedule(ctx, args[0])
-			}
-			if err != nil {
-				return fmt.Errorf("%w: %s", err, args[0])
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), verb, args[0])
-			return nil
-		},
-	}
+	return g.toggleCmd(use, short, verb, func(ctx context.Context, q *queue.Queue, name string) error {
+		set := q.ResumeSchedule
+		if pause {
+			set = q.PauseSchedule
+		}
+		if err := set(ctx, name); err != nil {
+			return fmt.Errorf("%w: %s", err, name)
+		}
+		return nil
+	})
 }
 
 // scheduleCmd is `dbq schedule --file FILE`: run schedules alone.
