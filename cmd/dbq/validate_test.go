@@ -45,7 +45,7 @@ func TestBadInputRefused(t *testing.T) {
 		{big, []string{"enqueue"}, "payload too large: the payload on stdin is over the limit of 1048576 bytes; nothing enqueued"},
 		{"ok\n" + big + "\n", []string{"enqueue", "--lines"}, "payload too large: line 2 of stdin is over the limit of 1048576 bytes; nothing enqueued"},
 		{"", []string{"enqueue", "-q", "a b", "x"}, `job 0: invalid queue name: "a b"`},
-		{"", []string{"migrate", "sql", "--dialect", "oracle"}, `--dialect "oracle": want postgres, mysql, sqlserver or sqlite`},
+		{"", []string{"migrate", "sql", "--dialect", "oracle"}, `--dialect "oracle": want postgres, mysql, tidb, sqlserver or sqlite`},
 		{"", []string{"migrate", "sql", "--dialect", "mysql", "--version", "99"}, "mysql has no migration version 99"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
