@@ -432,7 +432,7 @@ const maxRetries = 5
 
 // Enqueue inserts jobs, all or none, and returns their ids in order. tx is
 // nil (a transaction of the driver's own; a single batch is one autocommit
-// INSERT) or the caller's *sql.Tx; anything else gives ErrUnsupportedTx.
+// INSERT unless its ids are read back by marker) or the caller's *sql.Tx; anything else gives ErrUnsupportedTx.
 // Each batch of up to 1000 jobs is one multi-row INSERT; its ids come from
 // LAST_INSERT_ID() (the package documentation says how, and why that is
 // exact in every innodb_autoinc_lock_mode).
@@ -453,7 +453,9 @@ func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]in
 		var ids []int64
 		err := d.retry(ctx, func() error {
 			var err error
-			if len(batches) == 1 {
+			// By marker, the ids are read back after the INSERT: in the same
+			// transaction, or a claim in between overwrites the marker.
+			if len(batches) == 1 && !d.idsByMarker {
 				ids, err = d.insert(ctx, d.db, batches[0], nil)
 				return err
 			}
