@@ -45,6 +45,7 @@ func TestStatementsRender(t *testing.T) {
 		sqlRescue:           func(n int) int { return n },
 		sqlStats:            func(int) int { return 0 },
 		sqlServer:           func(int) int { return 0 },
+		sqlServerWsrep:      func(int) int { return 0 },
 		sqlSession:          func(int) int { return 0 },
 
 		sqlEnqueueUnique:       func(int) int { return 7 },
@@ -60,7 +61,7 @@ func TestStatementsRender(t *testing.T) {
 		sqlRescueReleaseLock:   func(int) int { return 1 },
 	}
 	// The statements that name no table, and those of the queues table.
-	noTable := map[string]bool{sqlServer: true, sqlSession: true, sqlRescueGetLock: true, sqlRescueReleaseLock: true}
+	noTable := map[string]bool{sqlServer: true, sqlServerWsrep: true, sqlSession: true, sqlRescueGetLock: true, sqlRescueReleaseLock: true}
 	queuesOnly := map[string]bool{sqlSetPaused: true, sqlPaused: true}
 	if len(ts) != len(want)+len(schedulePlaceholders) {
 		t.Errorf("%d statement files, %d known", len(ts), len(want))
