@@ -20,7 +20,7 @@ COMPOSE_REQUIRE ?= postgres,mysql,mssql,sqlite
 ACTIONLINT_VERSION ?= v1.7.12
 ACTIONLINT         ?= bin/actionlint
 
-.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb servers chaos bench bench-go build demo lint clean
+.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera servers chaos bench bench-go build demo lint clean
 
 help:
 	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./..."
@@ -28,6 +28,7 @@ help:
 	@echo "make test-compose  docker compose up, go test -race ./... on every dialect, compose down"
 	@echo "make test-pgbouncer PgBouncer (transaction mode) up; the SKIP LOCKED suite through it and the advisory refusal"
 	@echo "make test-tidb     a TiDB (tidb-server on PATH or TIDB_SERVER) up; the MySQL dialect's suite on it; down"
+	@echo "make test-galera   a 3-node MariaDB Galera cluster up; the MySQL suite over its nodes; down"
 	@echo "make servers       only ensure the local PostgreSQL and MariaDB answer"
 	@echo "make chaos         fault harness, long form: 200,000 jobs, 16 workers, 50 kills, 2 server restarts per dialect"
 	@echo "make bench         dbq bench vs River vs raw SQL on PostgreSQL (table + bench.png)"
@@ -61,6 +62,20 @@ test-tidb:
 	bash scripts/tidb.sh up || exit 1; status=0; \
 	DBQ_MYSQL_DSN='$(TIDB_DSN)' DBQ_REQUIRE=mysql $(GO) test -race -count=1 -timeout 20m ./mysql/ || status=$$?; \
 	bash scripts/tidb.sh down; exit $$status
+
+# The MySQL conformance suite on a 3-node MariaDB Galera cluster (scripts/
+# galera.sh, loopback ports 3311-3313), its queues opened on the nodes in
+# turn, and TestGaleraWorkersOnEveryNode (a Worker per node on one table).
+# The cluster is torn down whatever happens; the tests' exit code is kept.
+# make test does not run it (about 3 minutes with the cluster's start).
+test-galera:
+	@bash scripts/galera.sh up >/dev/null || exit 1; status=0; mkdir -p .tmp; \
+	trap 'bash scripts/galera.sh down; exit 130' INT TERM; \
+	DBQ_MYSQL_DSN=mysql://root@127.0.0.1:$${GALERA_PORT:-3311}/test DBQ_MYSQL_DSNS=$$(bash scripts/galera.sh dsns) \
+	DBQ_REQUIRE=mysql,galera $(GO) test -race -count=1 -timeout 20m -v \
+		-run 'TestConformance$$|TestGalera' ./mysql/ >.tmp/test-galera.log 2>&1 || status=$$?; \
+	grep -E '^(--- |ok|FAIL|PASS)|galera:|Galera' .tmp/test-galera.log; \
+	bash scripts/galera.sh down; exit $$status
 
 # Fuzz targets' seed corpora run as ordinary tests here.
 test: servers actionlint

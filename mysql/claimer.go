@@ -37,6 +37,7 @@ type Claimer struct {
 
 	emptyLocks atomic.Int64
 	claims     atomic.Int64
+	conflicts  atomic.Int64
 	closed     atomic.Bool
 
 	// inTx, when set (tests), runs inside each claim transaction after the
@@ -91,6 +92,10 @@ func (c *Claimer) LeaseDuration() time.Duration { return c.d.cfg.Lease }
 // locked none, and Claims its claim attempts that found candidates; see
 // [Driver.EmptyLocks].
 func (c *Claimer) EmptyLocks() (empty, claims int64) { return c.emptyLocks.Load(), c.claims.Load() }
+
+// Conflicts counts this claimer's claim attempts that lost a Galera
+// certification conflict and were retried at once; see [Driver.Conflicts].
+func (c *Claimer) Conflicts() int64 { return c.conflicts.Load() }
 
 // connect gets the claimer a fresh session. Called with mu held (or before
 // the claimer is shared). The session's settings (sql/session.sql) are the
@@ -177,7 +182,7 @@ func (c *Claimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.
 	}
 
 	var jobs []*queue.Job
-	for attempt, empties := 0, 0; ; attempt++ {
+	for attempt, empties, conflicts := 0, 0, 0; ; {
 		var found bool
 		err := c.withConn(ctx, func(cn *sql.Conn) error {
 			var err error
@@ -192,12 +197,26 @@ func (c *Claimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.
 			continue
 		case err == nil:
 			return jobs, nil
+		case conflicts < maxConflictRetries && isConflict(err, c.d.server.Galera):
+			// A claim on another Galera node took these rows first: look
+			// again at once, spread wider, after a jitter under a
+			// millisecond so that the losers do not meet again.
+			conflicts++
+			c.conflicts.Add(1)
+			c.d.conflicts.Add(1)
+			c.spread = min(c.spread*2, float64(c.d.cfg.MaxSpread))
+			c.d.log.Debug("dbq: mysql: certification conflict; claiming again", "err", err, "conflicts", conflicts)
+			if werr := sleepFor(ctx, rand.N(time.Millisecond)); werr != nil {
+				return nil, werr
+			}
+			continue
 		case dialect.IsRetryable(err) && attempt < maxRetries:
 			c.d.retried.Add(1)
 			c.d.log.Debug("dbq: mysql: retrying claim", "err", err, "attempt", attempt+1)
 			if werr := sleepJitter(ctx, attempt); werr != nil {
 				return nil, werr
 			}
+			attempt++
 			continue
 		}
 		return nil, err
@@ -205,6 +224,11 @@ func (c *Claimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.
 }
 
 const maxEmptyRetries = 2
+
+// maxConflictRetries bounds the immediate retries of one Claim after
+// Galera certification conflicts; past it, a conflict is retried like any
+// retryable error, with backoff.
+const maxConflictRetries = 10
 
 // withConn runs fn on the claimer's session, opening a new one if the last
 // broke. A broken session is dropped, and the failure reported as
@@ -472,7 +496,11 @@ func newToken() int64 {
 // capped at 100 ms.
 func sleepJitter(ctx context.Context, attempt int) error {
 	base := min(time.Millisecond<<attempt, 100*time.Millisecond)
-	d := base/2 + rand.N(base)
+	return sleepFor(ctx, base/2+rand.N(base))
+}
+
+// sleepFor waits d or until ctx ends.
+func sleepFor(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

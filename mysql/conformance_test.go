@@ -16,13 +16,23 @@ import (
 )
 
 // TestConformance runs the dbq conformance suite against the MySQL or
-// MariaDB server of DBQ_MYSQL_DSN, each subtest in a database of its own.
+// MariaDB server of DBQ_MYSQL_DSN, each subtest in a database of its own;
+// when DBQ_MYSQL_DSNS lists the nodes of a Galera cluster, against each
+// node in turn (galera_test.go).
 func TestConformance(t *testing.T) {
 	admin(t) // skips, or fails under DBQ_REQUIRE=mysql, when the server does not answer
+	galera := len(galeraDSNs()) > 1
+	if galera {
+		t.Logf("Galera: queues opened on %d nodes in turn (DBQ_MYSQL_DSNS)", len(galeraNodes(t)))
+	}
 	integration.Run(t, integration.Harness{
 		Dialect: string(dialect.MySQL),
 		NewQueue: func(t *testing.T, cfg queue.Config, migrate bool) *queue.Queue {
-			q, d := openQueue(t, Config{Config: cfg}, migrate)
+			open := openQueue
+			if galera {
+				open = galeraQueue // each queue on the next node (galera_test.go)
+			}
+			q, d := open(t, Config{Config: cfg}, migrate)
 			d.trackTokens = true
 			return q
 		},
@@ -36,6 +46,10 @@ func TestConformance(t *testing.T) {
 		// A killed process: its session is killed from another one, so
 		// nothing ends its claims; they come back when the lease expires.
 		Kill: func(t *testing.T, c queue.Claimer) {
+			if galera {
+				galeraKill(t, c.(*Claimer))
+				return
+			}
 			killConn(t, sessionOf(c))
 		},
 		// A lease dialect holds no locks between calls; what it holds in
@@ -45,6 +59,9 @@ func TestConformance(t *testing.T) {
 			return claimedWithTokens(t, c.(*Claimer))
 		},
 		Leftovers: func(t *testing.T, c queue.Claimer) []string {
+			if galera {
+				return galeraOpenTrx(t, c.(*Claimer))
+			}
 			return openTrx(t, sessionOf(c))
 		},
 		InsertRaw: insertRaw,

@@ -260,6 +260,24 @@
 // user's. Times are computed as DATE_ADD(…, INTERVAL … MICROSECOND),
 // never "+ INTERVAL (…)", which TiDB reads as the INTERVAL() function.
 //
+// # Galera
+//
+// A server with @@wsrep_on (MariaDB Galera Cluster, Percona XtraDB
+// Cluster) is a Galera node: [Server].Galera. Row locks are the node's own,
+// so claims on two nodes can lock the same rows; certification at COMMIT
+// lets the first commit win and fails the other with 1213 (or a message
+// "WSREP detected deadlock/conflict"), and nothing is held twice. In a
+// claim that is an expected, cheap retry: Claim claims again at once after
+// under a millisecond of jitter, its spread doubled, at most 10 times per
+// call (then like any retryable error, with backoff), logging at Debug and
+// counting [Claimer.Conflicts] and [Driver.Conflicts]. 1047 (a node out of
+// the primary component) is retryable with backoff. Galera certifies every
+// unique key whose parts are not all NULL, and the dedupe index's (queue,
+// NULL) is one key for every job of a queue without a dedupe key: claims
+// and completions of one queue on different nodes conflict whatever rows
+// they touch (docs/scale-out.md has the figures). Tested on a 3-node
+// MariaDB 10.11 cluster by make test-galera.
+//
 // TiDB (a VERSION() containing "TiDB") is recognised as [TiDB] and not yet
 // tested here. Its SKIP LOCKED locks nothing, which the claim does not
 // depend on (see "Trust the claim, not the path"); it refuses READ

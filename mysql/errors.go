@@ -29,7 +29,31 @@ const (
 	erNotSupportedYet = 1235 // ER_NOT_SUPPORTED_YET: e.g. GET_LOCK on Galera
 	erUnknown         = 1105 // ER_UNKNOWN_ERROR: TiDB's catch-all, see tidbPessimisticRetry
 	erTiDBConflict    = 9007 // TiDB ErrWriteConflict: an optimistic transaction lost a race
+	erWsrepNotReady   = 1047 // ER_UNKNOWN_COM_ERROR: "WSREP has not yet prepared node for application use"
 )
+
+// wsrepConflict is how a Galera node words a transaction that a replicated
+// write set aborted ("WSREP detected deadlock/conflict and aborted the
+// transaction"), whatever error number carries it.
+const wsrepConflict = "wsrep detected deadlock/conflict"
+
+// isConflict reports a Galera certification conflict: a claim on this node
+// took rows that a claim on another node committed first, so certification
+// (at COMMIT) or the replicated write (earlier, a brute-force abort) rolled
+// this one back. On a Galera node that is error 1213, "Deadlock found", as
+// for an InnoDB deadlock, which a claim treats the same way; some builds
+// say "WSREP detected deadlock/conflict" instead. It is an expected, cheap
+// retry: nothing was claimed, and another look finds other rows.
+func isConflict(err error, galera bool) bool {
+	var me *mysqldrv.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	if strings.Contains(strings.ToLower(me.Message), wsrepConflict) {
+		return true
+	}
+	return galera && me.Number == erLockDeadlock
+}
 
 // tidbPessimisticRetry is the message of TiDB's error 1105 when a
 // pessimistic statement kept meeting newer writes ("pessimistic lock retry
@@ -51,10 +75,17 @@ func (d *Driver) classify(what string, err error) error {
 	}
 	var me *mysqldrv.MySQLError
 	if errors.As(err, &me) {
+		if isConflict(err, d.server.Galera) {
+			return &dialect.RetryableError{Err: fmt.Errorf("mysql %s: %w", what, err)}
+		}
 		switch me.Number {
 		case erNoSuchTable, erKeyDoesNotExist, erBadDB:
 			return fmt.Errorf("%w (%s: table %s: %s)", queue.ErrNotMigrated, what, d.stmts.base.Jobs, me.Message)
 		case erLockWaitTimeout, erLockDeadlock, erCheckRead, erLockNowait, erUserLockDL, erTiDBConflict:
+			return &dialect.RetryableError{Err: fmt.Errorf("mysql %s: %w", what, err)}
+		case erWsrepNotReady:
+			// A Galera node out of the primary component (or still joining)
+			// refuses queries until it is back: a retry, with backoff.
 			return &dialect.RetryableError{Err: fmt.Errorf("mysql %s: %w", what, err)}
 		case erUnknown:
 			if strings.Contains(me.Message, tidbPessimisticRetry) {

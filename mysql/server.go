@@ -38,11 +38,21 @@ type Server struct {
 	// MaxAllowedPacket is @@max_allowed_packet; Enqueue keeps each INSERT
 	// well below it.
 	MaxAllowedPacket int64
+	// Galera is @@wsrep_on: the server is a node of a Galera cluster
+	// (MariaDB Galera Cluster, Percona XtraDB Cluster). Row locks are then
+	// the node's own, and two claims on different nodes that took the same
+	// rows meet at COMMIT, where certification lets one win and fails the
+	// other with error 1213; a claim retries that at once (doc.go, Galera).
+	Galera bool
 }
 
-// String returns e.g. "MariaDB 10.11.19".
+// String returns e.g. "MariaDB 10.11.19", or "MariaDB 10.11.19 (Galera)".
 func (s Server) String() string {
-	return fmt.Sprintf("%s %d.%d.%d", s.Flavor, s.Major, s.Minor, s.Patch)
+	g := ""
+	if s.Galera {
+		g = " (Galera)"
+	}
+	return fmt.Sprintf("%s %d.%d.%d%s", s.Flavor, s.Major, s.Minor, s.Patch, g)
 }
 
 // AtLeast reports whether the server's version is at least major.minor.patch.

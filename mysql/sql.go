@@ -45,6 +45,7 @@ const (
 	sqlRescue           = "rescue"
 	sqlStats            = "stats"
 	sqlServer           = "server"
+	sqlServerWsrep      = "server_wsrep"
 	sqlSession          = "session"
 
 	sqlEnqueueUnique       = "enqueue_unique"

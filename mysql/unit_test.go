@@ -45,6 +45,7 @@ func TestStatementsRender(t *testing.T) {
 		sqlRescue:           func(n int) int { return n },
 		sqlStats:            func(int) int { return 0 },
 		sqlServer:           func(int) int { return 0 },
+		sqlServerWsrep:      func(int) int { return 0 },
 		sqlSession:          func(int) int { return 0 },
 
 		sqlEnqueueUnique:       func(int) int { return 7 },
@@ -60,7 +61,7 @@ func TestStatementsRender(t *testing.T) {
 		sqlRescueReleaseLock:   func(int) int { return 1 },
 	}
 	// The statements that name no table, and those of the queues table.
-	noTable := map[string]bool{sqlServer: true, sqlSession: true, sqlRescueGetLock: true, sqlRescueReleaseLock: true}
+	noTable := map[string]bool{sqlServer: true, sqlServerWsrep: true, sqlSession: true, sqlRescueGetLock: true, sqlRescueReleaseLock: true}
 	queuesOnly := map[string]bool{sqlSetPaused: true, sqlPaused: true}
 	if len(ts) != len(want)+len(schedulePlaceholders) {
 		t.Errorf("%d statement files, %d known", len(ts), len(want))
@@ -251,6 +252,53 @@ func TestClassify(t *testing.T) {
 	}
 	if !isBadConn(mysqldrv.ErrInvalidConn) || !isBadConn(me(1927)) || isBadConn(me(1213)) {
 		t.Error("isBadConn")
+	}
+}
+
+// TestClassifyGaleraConflict: on a Galera node, error 1213 in a claim is a
+// certification conflict (cheap, retried at once); off Galera it is an
+// InnoDB deadlock (retried with backoff). A "WSREP detected
+// deadlock/conflict" message is a conflict whatever its number and server.
+// Neither is a conflict once it is no driver error.
+func TestClassifyGaleraConflict(t *testing.T) {
+	commitErr := func(e *mysqldrv.MySQLError) error {
+		return &commitError{fmt.Errorf("mysql claim commit: %w", e)}
+	}
+	deadlock := &mysqldrv.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock; try restarting transaction"}
+	wsrep := &mysqldrv.MySQLError{Number: 1180, Message: "WSREP detected deadlock/conflict and aborted the transaction. Try restarting the transaction"}
+	for _, tc := range []struct {
+		name     string
+		err      error
+		galera   bool
+		conflict bool
+	}{
+		{"1213 at commit on Galera", commitErr(deadlock), true, true},
+		{"1213 in a statement on Galera", fmt.Errorf("x: %w", deadlock), true, true},
+		{"1213 off Galera", commitErr(deadlock), false, false},
+		{"wsrep message on Galera", commitErr(wsrep), true, true},
+		{"wsrep message, Galera not detected", wsrep, false, true},
+		{"lock wait timeout on Galera", &mysqldrv.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded"}, true, false},
+		{"node not ready", &mysqldrv.MySQLError{Number: 1047, Message: "WSREP has not yet prepared node for application use"}, true, false},
+		{"text only", errors.New("Deadlock found when trying to get lock"), true, false},
+		{"nil", nil, true, false},
+	} {
+		if got := isConflict(tc.err, tc.galera); got != tc.conflict {
+			t.Errorf("%s: isConflict = %v, want %v", tc.name, got, tc.conflict)
+		}
+	}
+	for _, galera := range []bool{false, true} {
+		d := &Driver{server: Server{Galera: galera}}
+		d.stmts, _ = newStatements(dialect.Names{}, 5)
+		for _, e := range []*mysqldrv.MySQLError{deadlock, wsrep, {Number: 1047, Message: "WSREP has not yet prepared node for application use"}} {
+			err := d.classify("claim commit", e)
+			var my *mysqldrv.MySQLError
+			if !dialect.IsRetryable(err) || !errors.As(err, &my) || my != e {
+				t.Errorf("galera=%v: %d %q: %v is not retryable or lost the driver error", galera, e.Number, e.Message, err)
+			}
+		}
+	}
+	if got := (Server{Flavor: MariaDB, Major: 10, Minor: 11, Patch: 19, Galera: true}).String(); got != "MariaDB 10.11.19 (Galera)" {
+		t.Errorf("String: %s", got)
 	}
 }
 
