@@ -488,16 +488,18 @@ func (f *inflight) leases() []Lease {
 	return ls
 }
 
-// lost cancels the handlers of ids still running, with a lease-lost
-// cause, and returns their ids.
-func (f *inflight) lost(ids []int64) []int64 {
+// lost cancels, with a lease-lost cause, the handlers still running under
+// the lost leases, and returns their ids. A lease is matched on its token
+// as well as its id: a heartbeat that read an earlier claim's lease must
+// not cancel the run of a later claim of the same job.
+func (f *inflight) lost(leases []Lease) []int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var running []int64
-	for _, id := range ids {
-		if r := f.m[id]; r != nil && !r.returned.Load() {
+	for _, l := range leases {
+		if r := f.m[l.ID]; r != nil && r.job.Token == l.Token && !r.returned.Load() {
 			r.cancel(errLeaseLostCause)
-			running = append(running, id)
+			running = append(running, l.ID)
 		}
 	}
 	return running
@@ -625,6 +627,7 @@ func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result,
 		retries   []RetryParams
 		snoozes   []RetryParams
 		releases  []Lease
+		giveBack  []Lease
 	)
 	for first := range results {
 		batch = append(batch[:0], first)
@@ -640,7 +643,7 @@ func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result,
 				break drain
 			}
 		}
-		completes, retries, snoozes, releases = completes[:0], retries[:0], snoozes[:0], releases[:0]
+		completes, retries, snoozes, releases, giveBack = completes[:0], retries[:0], snoozes[:0], releases[:0], giveBack[:0]
 		jobs = jobs[:0]
 		for i := range batch {
 			r := &batch[i]
@@ -653,7 +656,18 @@ func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result,
 				snoozes = append(snoozes, RetryParams{Lease: r.job.Lease(), Delay: r.delay, Snooze: true})
 			case released:
 				releases = append(releases, r.job.Lease())
+			case lost:
+				giveBack = append(giveBack, r.job.Lease())
 			}
+		}
+		// A run ended because its claim was reported lost: give the claim
+		// back in case it is still held after all (a Release of a lost
+		// lease changes nothing), so that no job stays held by a claimer
+		// whose worker has let it go.
+		if len(giveBack) > 0 {
+			gctx, cancel := context.WithTimeout(ctx, writeTimeout)
+			_ = c.Release(gctx, giveBack)
+			cancel()
 		}
 		// What became of each write: its lost leases, or that it failed.
 		var (
@@ -758,6 +772,21 @@ func (w *Worker) write(ctx context.Context, what string, fn func(context.Context
 	return nil, err
 }
 
+// leasesOf returns the leases of ls whose ids are in ids.
+func leasesOf(ls []Lease, ids []int64) []Lease {
+	want := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	var out []Lease
+	for _, l := range ls {
+		if want[l.ID] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // heartbeat extends the leases of running jobs every interval until ctx is
 // done, and cancels (with lostFn, which returns those it cancelled) jobs
 // whose lease was lost while their handler still ran. Each Extend may take at most
@@ -766,7 +795,7 @@ func (w *Worker) write(ctx context.Context, what string, fn func(context.Context
 // After a failed Extend the next try comes an eighth of an interval later
 // (backing off to a whole one while it keeps failing), so a lease of three
 // intervals gets at least two more tries after a miss.
-func (w *Worker) heartbeat(ctx context.Context, c Claimer, every time.Duration, held func() []Lease, lostFn func([]int64) []int64) {
+func (w *Worker) heartbeat(ctx context.Context, c Claimer, every time.Duration, held func() []Lease, lostFn func([]Lease) []int64) {
 	if every <= 0 {
 		every = time.Millisecond
 	}
@@ -790,7 +819,7 @@ func (w *Worker) heartbeat(ctx context.Context, c Claimer, every time.Duration, 
 			}
 			switch {
 			case errors.As(err, &lost):
-				if ids := lostFn(lost.IDs); len(ids) > 0 {
+				if ids := lostFn(leasesOf(ls, lost.IDs)); len(ids) > 0 {
 					w.log.Warn("dbq: leases lost; cancelling their handlers", "ids", ids)
 					if w.hooks != nil {
 						w.hooks.LeasesLost(w.cfg.Queue, ids)

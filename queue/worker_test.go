@@ -744,3 +744,88 @@ func TestWorkerStopNow(t *testing.T) {
 		}
 	}
 }
+
+// lateLostClaimer hands out job 7 under token 1, then under token 2 (the
+// first claim was lost and the job claimed again). An Extend that carries
+// token 1 waits until the second claim, then reports job 7 lost: the
+// heartbeat read the first claim's lease before the job was claimed again.
+type lateLostClaimer struct {
+	queue.Claimer
+	claims   atomic.Int32
+	reclaim  chan struct{}
+	reading  chan struct{} // closed once an Extend holds token 1
+	once     sync.Once
+	released atomic.Int32
+}
+
+func (c *lateLostClaimer) LeaseDuration() time.Duration { return 30 * time.Millisecond }
+
+func (c *lateLostClaimer) Claim(ctx context.Context, name string, n int) ([]*queue.Job, error) {
+	k := c.claims.Add(1)
+	if k > 2 {
+		return nil, nil
+	}
+	if k == 2 {
+		select { // claim again only once the heartbeat has read token 1
+		case <-c.reading:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		close(c.reclaim)
+	}
+	return []*queue.Job{{ID: 7, Queue: name, Token: int64(k), MaxAttempts: 3, State: queue.StateClaimed}}, nil
+}
+
+func (c *lateLostClaimer) Extend(ctx context.Context, ls []queue.Lease) error {
+	for _, l := range ls {
+		if l.Token == 1 {
+			c.once.Do(func() { close(c.reading) })
+			select {
+			case <-c.reclaim:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			time.Sleep(5 * time.Millisecond) // the second run is in flight
+			return &queue.LeaseLostError{IDs: []int64{7}}
+		}
+	}
+	return nil
+}
+
+func (c *lateLostClaimer) Complete(context.Context, []queue.Lease) error { return nil }
+func (c *lateLostClaimer) Release(_ context.Context, ls []queue.Lease) error {
+	c.released.Add(int32(len(ls)))
+	return nil
+}
+
+// A heartbeat's report that an earlier claim of a job was lost cancels the
+// run of that claim only, not the run of the job's later claim, and the
+// lost run's claim is given back.
+func TestWorkerLostLeaseMatchesToken(t *testing.T) {
+	lc := &lateLostClaimer{reclaim: make(chan struct{}), reading: make(chan struct{})}
+	d := &wrapDriver{Driver: memq.New(time.Minute).Driver(), wrap: func(c queue.Claimer) queue.Claimer { lc.Claimer = c; return lc }}
+	q, _ := queue.New(d, queue.Config{})
+	var runs atomic.Int32
+	w, err := queue.NewWorker(q, func(ctx context.Context, j *queue.Job) error {
+		if runs.Add(1) == 1 {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		time.Sleep(100 * time.Millisecond) // across the late report
+		return ctx.Err()
+	}, queue.WorkerConfig{Queue: "w", Concurrency: 2, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runWorker(t, w)
+	waitFor(t, "both runs to settle", func() bool { st := w.Stats(); return st.Completed+st.LeasesLost == 2 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.Completed != 1 || st.LeasesLost != 1 {
+		t.Fatalf("stats %+v: want the later claim's run completed, the earlier one lost", st)
+	}
+	if lc.released.Load() == 0 {
+		t.Error("the lost run's claim was not given back")
+	}
+}
