@@ -126,4 +126,3 @@ func allJobs(t *testing.T, q *queue.Queue, name string) []*queue.Job {
 		}
 	}
 }
-
