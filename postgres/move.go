@@ -225,8 +225,12 @@ func (b *exportBatch) Commit(ctx context.Context, ids []int64) error {
 	return err
 }
 
+// Rollback ends the batch within cleanupTimeout: queue.ExportBatch's
+// Rollback takes no context.
 func (b *exportBatch) Rollback() error {
-	b.end(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	b.end(ctx)
 	return nil
 }
 
