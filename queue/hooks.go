@@ -62,7 +62,8 @@ func Outcomes() []Outcome {
 type Hooks interface {
 	// ClaimDone follows every claim: the queue, the jobs asked for and
 	// got, how long the claim took, and its error (nil when it succeeded,
-	// with got possibly 0: an empty claim).
+	// with got possibly 0: an empty claim). A claim the Worker's shutdown
+	// cut short is not reported: it is neither a claim nor a failure.
 	ClaimDone(queue string, asked, got int, took time.Duration, err error)
 	// JobStart runs before the handler, on the handler's goroutine. The
 	// context it returns is the handler's, so a tracer can start a span

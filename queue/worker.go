@@ -379,7 +379,8 @@ func (r *runState) claim(ctx context.Context, n int) ([]*Job, error) {
 		began = time.Now()
 	}
 	jobs, err := r.claimer.Claim(cctx, w.cfg.Queue, n)
-	if w.hooks != nil {
+	// A claim cut short by shutdown is neither a claim nor a failure.
+	if w.hooks != nil && (err == nil || ctx.Err() == nil) {
 		w.hooks.ClaimDone(w.cfg.Queue, n, len(jobs), time.Since(began), err)
 	}
 	return jobs, err

@@ -829,3 +829,56 @@ func TestWorkerLostLeaseMatchesToken(t *testing.T) {
 		t.Error("the lost run's claim was not given back")
 	}
 }
+
+// blockingClaimer's claims wait until their context ends, as one waiting
+// for a pool connection or a slow server does.
+type blockingClaimer struct {
+	queue.Claimer
+	waiting atomic.Int32
+}
+
+func (c *blockingClaimer) Claim(ctx context.Context, _ string, _ int) ([]*queue.Job, error) {
+	c.waiting.Add(1)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// errHooks counts the claim errors a Worker reports.
+type errHooks struct {
+	queue.NopHooks
+	errs atomic.Int32
+}
+
+func (h *errHooks) ClaimDone(_ string, _, _ int, _ time.Duration, err error) {
+	if err != nil {
+		h.errs.Add(1)
+	}
+}
+
+// A claim cut short by the Worker's shutdown is no claim error: hooks (and
+// so dbq_claim_errors_total) do not count it, nor do the Worker's stats.
+func TestWorkerShutdownDuringClaimIsNoError(t *testing.T) {
+	bc := &blockingClaimer{}
+	d := &wrapDriver{Driver: memq.New(time.Minute).Driver(), wrap: func(c queue.Claimer) queue.Claimer { bc.Claimer = c; return bc }}
+	q, _ := queue.New(d, queue.Config{})
+	h := &errHooks{}
+	w, err := queue.NewWorker(q, func(context.Context, *queue.Job) error { return nil },
+		queue.WorkerConfig{Queue: "w", PollInterval: 20 * time.Millisecond, Hooks: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	waitFor(t, "a claim to wait", func() bool { return bc.waiting.Load() > 0 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := h.errs.Load(); n != 0 {
+		t.Errorf("hooks saw %d claim errors from a claim cut short by shutdown, want 0", n)
+	}
+	if st := w.Stats(); st.ClaimErrors != 0 {
+		t.Errorf("stats %+v: a claim cut short by shutdown counted as an error", st)
+	}
+}
