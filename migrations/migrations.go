@@ -20,13 +20,11 @@
 package migrations
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,34 +85,22 @@ func render(d dialect.Name, n dialect.Names, tidb bool) (fs.FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	funcs := template.FuncMap{
-		"table":  func(s string) string { return n.Qualified(d, n.Prefix+s) },
-		"ident":  func(s string) string { return dialect.Quote(d, n.Prefix+s) },
-		"schema": func() string { return schemaOrEmpty(d, n) },
-		"prefix": func() string { return n.Prefix },
-		"tidb":   func() bool { return tidb },
+	files, err := dialect.LoadSQL(raw, "*.sql", d, n, dialect.SQLOptions{
+		KeepComments: true,
+		Funcs:        template.FuncMap{"tidb": func() bool { return tidb }},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dbq: migrations of %s: %w", d, err)
 	}
 	out := fstest.MapFS{}
-	err = fs.WalkDir(raw, ".", func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || path.Ext(p) != ".sql" {
-			return err
-		}
-		src, err := fs.ReadFile(raw, p)
+	for _, name := range files.Names() {
+		text, err := files.Render(name, nil)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("dbq: migration %s/%s: %w", d, name, err)
 		}
-		tpl, err := template.New(p).Funcs(funcs).Option("missingkey=error").Parse(string(src))
-		if err != nil {
-			return fmt.Errorf("dbq: migration %s/%s: %w", d, p, err)
-		}
-		var b bytes.Buffer
-		if err := tpl.Execute(&b, nil); err != nil {
-			return fmt.Errorf("dbq: migration %s/%s: %w", d, p, err)
-		}
-		out[p] = &fstest.MapFile{Data: b.Bytes()}
-		return nil
-	})
-	return out, err
+		out[name+".sql"] = &fstest.MapFile{Data: []byte(text)}
+	}
+	return out, nil
 }
 
 // TiDB names, for Render, SQL and WriteDir only, the MySQL dialect's
