@@ -16,8 +16,11 @@ const (
 
 // Job is a stored job, as a claim returns it.
 type Job struct {
-	ID       int64
-	Queue    string
+	ID    int64
+	Queue string
+	// Kind names what the job is (see [Args]); empty for a job enqueued
+	// without one.
+	Kind     string
 	Payload  []byte
 	Priority int16 // lower runs first
 	RunAt    time.Time
@@ -68,6 +71,9 @@ type Lease struct {
 type NewJob struct {
 	// Queue is required; see [dialect.ValidateQueue] for the allowed names.
 	Queue string
+	// Kind names what the job is: [Kinds] sets it from [Args.Kind]. Empty
+	// means none; otherwise see [ValidateKind].
+	Kind string
 	// Payload is stored as opaque bytes, at most Config.MaxPayloadBytes.
 	Payload []byte
 	// Priority orders jobs within a queue, lower first. Default 0.

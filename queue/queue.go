@@ -176,6 +176,11 @@ func (q *Queue) check(j *NewJob) error {
 	if err := dialect.ValidateQueue(j.Queue); err != nil {
 		return err
 	}
+	if j.Kind != "" {
+		if err := ValidateKind(j.Kind); err != nil {
+			return err
+		}
+	}
 	if len(j.Payload) > q.cfg.MaxPayloadBytes {
 		return fmt.Errorf("%w: %d bytes > limit %d", ErrPayloadTooLarge, len(j.Payload), q.cfg.MaxPayloadBytes)
 	}

@@ -105,7 +105,7 @@ func (s *Store) insert(jobs []queue.NewJob) ([]int64, error) {
 			runAt = now.Add(j.Delay)
 		}
 		s.rows[s.nextID] = &queue.Job{
-			ID: s.nextID, Queue: j.Queue, Payload: slices.Clone(j.Payload), Priority: j.Priority,
+			ID: s.nextID, Queue: j.Queue, Kind: j.Kind, Payload: slices.Clone(j.Payload), Priority: j.Priority,
 			RunAt: runAt, MaxAttempts: j.MaxAttempts, State: queue.StateReady, DedupeKey: j.DedupeKey, CreatedAt: now,
 		}
 		ids[i] = s.nextID

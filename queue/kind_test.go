@@ -1,0 +1,277 @@
+package queue_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dbqueue/dbq/internal/memq"
+	"github.com/dbqueue/dbq/queue"
+)
+
+type email struct {
+	To string `json:"to"`
+}
+
+func (email) Kind() string { return "email" }
+
+type resize struct {
+	W, H int
+}
+
+func (resize) Kind() string { return "resize" }
+
+type unknownArgs struct{}
+
+func (unknownArgs) Kind() string { return "never_registered" }
+
+func newKindsQueue(t *testing.T, logTo io.Writer) (*queue.Queue, *queue.Kinds) {
+	t.Helper()
+	q, err := queue.New(memq.New(time.Minute).Driver(), queue.Config{MaxAttempts: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := queue.NewKinds(q, queue.KindsConfig{Queue: "work", Logger: slog.New(slog.NewTextHandler(logTo, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, k
+}
+
+// Jobs of several kinds on one queue are run by one Worker, each decoded
+// into its own Args type and handed to its own handler.
+func TestKindsRoundTrip(t *testing.T) {
+	q, k := newKindsQueue(t, io.Discard)
+	var mu sync.Mutex
+	got := map[string][]string{}
+	record := func(kind, v string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got[kind] = append(got[kind], v)
+	}
+	if err := queue.Handle(k, queue.KindOptions{}, func(_ context.Context, j *queue.TypedJob[email]) error {
+		record(j.Kind, j.Args.To)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.Handle(k, queue.KindOptions{}, func(_ context.Context, j *queue.TypedJob[resize]) error {
+		record(j.Kind, fmt.Sprintf("%dx%d", j.Args.W, j.Args.H))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := k.Enqueue(context.Background(), email{To: "a@example.com"}, resize{W: 3, H: 4}, email{To: "b@example.com"})
+	if err != nil || len(ids) != 3 {
+		t.Fatalf("Enqueue: %v %v", ids, err)
+	}
+	jobs, err := q.Jobs(context.Background(), queue.JobFilter{Queue: "work"})
+	if err != nil || len(jobs) != 3 || jobs[0].Kind != "email" || jobs[1].Kind != "resize" || string(jobs[1].Payload) != `{"W":3,"H":4}` {
+		t.Fatalf("stored jobs %+v, %v", jobs, err)
+	}
+	runUntil(t, q, k.Handler(), "work", func(st queue.WorkerStats) bool { return st.Completed == 3 })
+	slices.Sort(got["email"]) // handlers run concurrently
+	if fmt.Sprint(got) != "map[email:[a@example.com b@example.com] resize:[3x4]]" {
+		t.Errorf("handlers saw %v", got)
+	}
+	if known := k.Known("work"); fmt.Sprint(known) != "[email resize]" {
+		t.Errorf("Known = %v", known)
+	}
+}
+
+// A job of a kind no handler here knows is retried with backoff, logged,
+// and dead after its attempts: never completed, never lost. A job whose
+// payload does not decode is dead at once.
+func TestKindsUnknownAndBadArgs(t *testing.T) {
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	q, k := newKindsQueue(t, &lockedWriter{w: &logs, mu: &logMu})
+	ran := 0
+	if err := queue.Handle(k, queue.KindOptions{}, func(context.Context, *queue.TypedJob[resize]) error {
+		ran++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	nj, err := k.NewJob(unknownArgs{}, queue.Opts{MaxAttempts: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(ctx, nj, queue.NewJob{Queue: "work", Kind: "resize", Payload: []byte("not json")}); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, q, k.Handler(), "work", func(st queue.WorkerStats) bool { return st.Dead == 2 })
+	dead, err := q.Jobs(ctx, queue.JobFilter{Queue: "work", State: queue.StateDead})
+	if err != nil || len(dead) != 2 {
+		t.Fatalf("dead jobs %v, %v", dead, err)
+	}
+	for _, j := range dead {
+		switch j.Kind {
+		case "never_registered":
+			if j.Attempt != 2 || !strings.Contains(j.LastError, "no handler for the job's kind") {
+				t.Errorf("unknown kind: attempt %d, error %q; want 2 attempts spent and the kind named", j.Attempt, j.LastError)
+			}
+		case "resize":
+			if j.Attempt != 1 || !strings.Contains(j.LastError, "does not decode") {
+				t.Errorf("bad args: attempt %d, error %q; want dead at the first run", j.Attempt, j.LastError)
+			}
+		}
+	}
+	if ran != 0 {
+		t.Errorf("the resize handler ran %d times on a payload that does not decode", ran)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logs.String(), "kind=never_registered") {
+		t.Errorf("no warning names the unknown kind; log:\n%s", logs.String())
+	}
+}
+
+// A kind's defaults — queue, priority, max attempts, timeout — apply to
+// its jobs unless one enqueue overrides them.
+func TestKindsDefaults(t *testing.T) {
+	q, k := newKindsQueue(t, io.Discard)
+	timedOut := make(chan bool, 1)
+	err := queue.Handle(k, queue.KindOptions{Queue: "mail", Priority: -3, MaxAttempts: 4, Timeout: 50 * time.Millisecond},
+		func(ctx context.Context, j *queue.TypedJob[email]) error {
+			<-ctx.Done()
+			timedOut <- errors.Is(ctx.Err(), context.DeadlineExceeded)
+			return queue.Permanent(ctx.Err())
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.Declare[resize](k, queue.KindOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a, err := k.NewJob(email{To: "x"}, queue.Opts{})
+	if err != nil || a.Queue != "mail" || a.Priority != -3 || a.MaxAttempts != 4 || a.Kind != "email" {
+		t.Fatalf("kind defaults: %+v, %v", a, err)
+	}
+	one := int16(1)
+	b, err := k.NewJob(email{To: "y"}, queue.Opts{Queue: "other", Priority: &one, MaxAttempts: 9, DedupeKey: "k"})
+	if err != nil || b.Queue != "other" || b.Priority != 1 || b.MaxAttempts != 9 || b.DedupeKey != "k" {
+		t.Fatalf("overrides: %+v, %v", b, err)
+	}
+	c, err := k.NewJob(resize{}, queue.Opts{})
+	if err != nil || c.Queue != "work" || c.MaxAttempts != 0 {
+		t.Fatalf("declared kind: %+v, %v", c, err)
+	}
+	if _, err := q.Enqueue(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, q, k.Handler(), "mail", func(st queue.WorkerStats) bool { return st.Dead == 1 })
+	if !<-timedOut {
+		t.Error("the handler's context did not end with the kind's Timeout")
+	}
+	if known := k.Known(""); fmt.Sprint(known) != "[email]" {
+		t.Errorf("Known = %v: a declared kind has no handler", known)
+	}
+}
+
+func TestKindsRegistrationErrors(t *testing.T) {
+	_, k := newKindsQueue(t, io.Discard)
+	h := func(context.Context, *queue.TypedJob[email]) error { return nil }
+	if err := queue.Handle(k, queue.KindOptions{}, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.Handle(k, queue.KindOptions{}, h); !errors.Is(err, queue.ErrInvalidConfig) {
+		t.Errorf("second registration: %v, want ErrInvalidConfig", err)
+	}
+	if err := queue.Declare[resize](k, queue.KindOptions{Queue: "bad queue!"}); err == nil {
+		t.Error("an invalid queue name was accepted")
+	}
+	if err := queue.Handle[resize](k, queue.KindOptions{}, nil); !errors.Is(err, queue.ErrInvalidConfig) {
+		t.Errorf("nil handler: %v", err)
+	}
+	for _, bad := range []string{"", strings.Repeat("k", queue.MaxKindLen+1), "a\nb"} {
+		if err := queue.ValidateKind(bad); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("ValidateKind(%q) = %v", bad, err)
+		}
+	}
+	q, _ := newKindsQueue(t, io.Discard)
+	if _, err := q.Enqueue(context.Background(), queue.NewJob{Queue: "a", Kind: "a\x00b"}); !errors.Is(err, queue.ErrInvalidJob) {
+		t.Errorf("Enqueue with a bad kind: %v", err)
+	}
+}
+
+// upperCodec stores payloads as upper-case text, to show the codec is used
+// both ways.
+type upperCodec struct{}
+
+func (upperCodec) Marshal(v any) ([]byte, error) {
+	return []byte(strings.ToUpper(v.(email).To)), nil
+}
+
+func (upperCodec) Unmarshal(data []byte, v any) error {
+	v.(*email).To = strings.ToLower(string(data))
+	return nil
+}
+
+func TestKindsCodec(t *testing.T) {
+	q, err := queue.New(memq.New(time.Minute).Driver(), queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := queue.NewKinds(q, queue.KindsConfig{Codec: upperCodec{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	if err := queue.Handle(k, queue.KindOptions{}, func(_ context.Context, j *queue.TypedJob[email]) error {
+		got <- j.Args.To
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Enqueue(context.Background(), email{To: "who@x"}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := q.Jobs(context.Background(), queue.JobFilter{Queue: "default"})
+	if len(jobs) != 1 || string(jobs[0].Payload) != "WHO@X" {
+		t.Fatalf("stored %+v", jobs)
+	}
+	runUntil(t, q, k.Handler(), "default", func(st queue.WorkerStats) bool { return st.Completed == 1 })
+	if to := <-got; to != "who@x" {
+		t.Errorf("decoded %q", to)
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// runUntil runs a Worker on queueName until done holds for its stats.
+func runUntil(t *testing.T, q *queue.Queue, h queue.Handler, queueName string, done func(queue.WorkerStats) bool) {
+	t.Helper()
+	w, err := queue.NewWorker(q, h, queue.WorkerConfig{Queue: queueName, PollInterval: 5 * time.Millisecond,
+		Backoff: func(int) time.Duration { return time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- w.Run(ctx) }()
+	waitFor(t, "the worker's stats", func() bool { return done(w.Stats()) })
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
