@@ -20,9 +20,22 @@ type Hooks struct {
 	emptyClaims  *prometheus.CounterVec
 	claimErrors  *prometheus.CounterVec
 	claimSeconds *prometheus.HistogramVec
+	kindRuns     *prometheus.CounterVec
 
 	byQueue sync.Map // queue name -> *queueSeries
+	byKind  sync.Map // kindKey -> []prometheus.Counter, by queue.Outcome
+	kinds   sync.Mutex
+	nKinds  int // distinct (queue, kind) series made, at most MaxKinds
 }
+
+// MaxKinds bounds the (queue, kind) pairs dbq_job_runs_by_kind_total has
+// series for, per Hooks: the kinds a process meets first get their own
+// series, any later one is counted under kind="other". Kinds are names in
+// code, so a deployment has tens of them; the bound keeps a bug that
+// makes kinds from data from flooding the registry.
+const MaxKinds = 200
+
+type kindKey struct{ queue, kind string }
 
 var _ queue.Hooks = (*Hooks)(nil)
 
@@ -62,9 +75,11 @@ func NewHooks(reg prometheus.Registerer) (*Hooks, error) {
 		emptyClaims:  counter("dbq_claims_empty_total", "Claims that found no ready job."),
 		claimErrors:  counter("dbq_claim_errors_total", "Claims that failed."),
 		claimSeconds: histogram("dbq_claim_duration_seconds", "How long claims took.", claimBuckets),
+		kindRuns: counter("dbq_job_runs_by_kind_total", "Job runs ended, by job kind and outcome (jobs with a kind only; "+
+			"at most 200 queue and kind pairs, later ones counted as kind \"other\").", "kind", "outcome"),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{h.claimed, h.runs, h.runSeconds, h.claims, h.emptyClaims, h.claimErrors, h.claimSeconds} {
+	for _, c := range []prometheus.Collector{h.claimed, h.runs, h.runSeconds, h.claims, h.emptyClaims, h.claimErrors, h.claimSeconds, h.kindRuns} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -117,6 +132,39 @@ func (h *Hooks) JobEnd(_ context.Context, j *queue.Job, o queue.Outcome, took ti
 		s.runs[o].Inc()
 	}
 	s.runSeconds.Observe(took.Seconds())
+	if j.Kind != "" && int(o) >= 0 {
+		if runs := h.kindSeries(j.Queue, j.Kind); int(o) < len(runs) {
+			runs[o].Inc()
+		}
+	}
+}
+
+// kindSeries returns the by-kind counters of (q, kind), or of (q, "other")
+// once MaxKinds pairs have series.
+func (h *Hooks) kindSeries(q, kind string) []prometheus.Counter {
+	k := kindKey{q, kind}
+	if s, ok := h.byKind.Load(k); ok {
+		return s.([]prometheus.Counter)
+	}
+	h.kinds.Lock()
+	defer h.kinds.Unlock()
+	if s, ok := h.byKind.Load(k); ok {
+		return s.([]prometheus.Counter)
+	}
+	if h.nKinds >= MaxKinds {
+		k.kind = "other"
+		if s, ok := h.byKind.Load(k); ok {
+			return s.([]prometheus.Counter)
+		}
+	} else {
+		h.nKinds++
+	}
+	runs := make([]prometheus.Counter, 0, len(queue.Outcomes()))
+	for _, o := range queue.Outcomes() {
+		runs = append(runs, h.kindRuns.WithLabelValues(q, k.kind, o.String()))
+	}
+	h.byKind.Store(k, runs)
+	return runs
 }
 
 // LeasesLost does nothing: each such job's run is counted when it ends,

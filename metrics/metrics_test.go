@@ -249,3 +249,37 @@ func TestQueueCollector(t *testing.T) {
 		t.Errorf("after Close: %v, want only dbq_queue_stats_up 0", got)
 	}
 }
+
+// Runs are counted per kind too, and the series per (queue, kind) are
+// bounded: kinds past MaxKinds are counted as "other".
+func TestHooksByKind(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	h, err := metrics.NewHooks(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	h.JobEnd(ctx, &queue.Job{Queue: "a", Kind: "email"}, queue.OutcomeCompleted, time.Millisecond, nil)
+	h.JobEnd(ctx, &queue.Job{Queue: "a", Kind: "email"}, queue.OutcomeDead, time.Millisecond, nil)
+	h.JobEnd(ctx, &queue.Job{Queue: "a"}, queue.OutcomeCompleted, time.Millisecond, nil) // no kind
+	for i := range metrics.MaxKinds + 5 {
+		h.JobEnd(ctx, &queue.Job{Queue: "b", Kind: fmt.Sprintf("k%d", i)}, queue.OutcomeCompleted, time.Millisecond, nil)
+	}
+	got := values(t, reg)
+	check(t, got, map[string]float64{
+		`dbq_job_runs_by_kind_total{kind="email",outcome="completed",queue="a"}`: 1,
+		`dbq_job_runs_by_kind_total{kind="email",outcome="dead",queue="a"}`:      1,
+		`dbq_job_runs_by_kind_total{kind="other",outcome="completed",queue="b"}`: 6,
+		`dbq_job_runs_total{outcome="completed",queue="a"}`:                      2,
+	})
+	series := 0
+	for k := range got {
+		if strings.HasPrefix(k, "dbq_job_runs_by_kind_total{") && strings.Contains(k, `outcome="completed"`) {
+			series++
+		}
+	}
+	if series != metrics.MaxKinds+1 {
+		t.Errorf("%d by-kind series of completed runs, want MaxKinds (%d) + other", series, metrics.MaxKinds)
+	}
+}

@@ -27,6 +27,7 @@ func enqueueCmd(g *globals) *cobra.Command {
 		delay       time.Duration
 		maxAttempts int
 		dedupe      string
+		kind        string
 		lines       bool
 		count       int
 	)
@@ -60,7 +61,7 @@ It prints the new job's id, or "enqueued N jobs".`,
 				return err
 			}
 			defer q.Close()
-			base := queue.NewJob{Queue: name, Priority: priority, Delay: delay, MaxAttempts: maxAttempts, DedupeKey: dedupe}
+			base := queue.NewJob{Queue: name, Kind: kind, Priority: priority, Delay: delay, MaxAttempts: maxAttempts, DedupeKey: dedupe}
 			limit := q.Config().MaxPayloadBytes
 			jobs := make(chan queue.NewJob)
 			readErr := make(chan error, 1)
@@ -87,6 +88,7 @@ It prints the new job's id, or "enqueued N jobs".`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&name, "queue", "q", "default", "queue name")
+	f.StringVar(&kind, "kind", "", "the job's kind, which `dbq work --kind KIND=CMD` routes on (empty: none)")
 	f.Int16Var(&priority, "priority", 0, "priority, lower runs first")
 	f.DurationVar(&delay, "delay", 0, "run no sooner than this from now (database clock)")
 	f.IntVar(&maxAttempts, "max-attempts", queue.DefaultMaxAttempts, "runs before the job is dead")

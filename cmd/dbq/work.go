@@ -37,17 +37,24 @@ func workCmd(g *globals) *cobra.Command {
 		metricsAddr     string
 		noWakeups       bool
 		scheduleFile    string
+		kindRoutes      []string
 		ledger          *ledgerOptions
 	)
 	cmd := &cobra.Command{
-		Use:   "work --queue Q [flags] -- command [args...]",
+		Use:   "work --queue Q [--kind KIND=CMD]... [flags] [-- command [args...]]",
 		Short: "Run a command per job, payload on stdin; exit 0 completes the job, anything else retries it",
 		Long: `work claims jobs from a queue and runs the command once per job, with the
-payload on stdin and DBQ_JOB_ID, DBQ_JOB_QUEUE and DBQ_JOB_ATTEMPT in the
-environment ($DBQ_DSN, if set, with its password masked). Exit status 0
+payload on stdin and DBQ_JOB_ID, DBQ_JOB_QUEUE, DBQ_JOB_KIND and
+DBQ_JOB_ATTEMPT in the environment ($DBQ_DSN, if set, with its password masked). Exit status 0
 completes the job; any other status retries it with exponential backoff,
 keeping the end of stderr (up to 4000 bytes) as the job's last error; after its attempts
 are spent the job is dead. stdout and stderr pass through as they come.
+
+--kind KIND=CMD (repeatable) runs CMD, split at spaces, for jobs of that
+kind; the command after -- runs every other job. With --kind and no command
+after --, a job of a kind no --kind names is not run: it fails with "no
+handler for the job's kind", is retried with backoff (a deploy may add the
+route) and is dead after its attempts.
 
 Each command runs in a process group of its own, so a terminal's Ctrl-C
 reaches dbq alone. SIGINT or SIGTERM drains gracefully: no new claims,
@@ -64,10 +71,17 @@ latencies, and every queue's depth, counted on each scrape.`,
 			if ledger.table != "" {
 				return cobra.NoArgs(cmd, args)
 			}
+			if len(kindRoutes) > 0 {
+				return nil
+			}
 			return cobra.MinimumNArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkWorkFlags(concurrency, lease, shutdownTimeout, poll); err != nil {
+				return err
+			}
+			routes, err := parseKindRoutes(kindRoutes)
+			if err != nil {
 				return err
 			}
 			cfg := g.config()
@@ -102,7 +116,7 @@ latencies, and every queue's depth, counted on each scrape.`,
 				h = l.handle
 			} else {
 				g.forceHandled.Store(true)
-				h = commandHandler(args, jobEnv(), g.force)
+				h = routeKinds(routes, args, jobEnv(), g.force, cfg.Logger)
 			}
 			w, err := queue.NewWorker(q, h, wcfg)
 			if err != nil {
@@ -142,8 +156,54 @@ latencies, and every queue's depth, counted on each scrape.`,
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090")
 	f.BoolVar(&noWakeups, "no-wakeups", false, "only poll, even where the database can wake idle workers (PostgreSQL LISTEN/NOTIFY)")
 	f.StringVar(&scheduleFile, "schedule", "", "also run the schedules of this crontab-like file (see dbq schedule --help)")
+	f.StringArrayVar(&kindRoutes, "kind", nil, "KIND=CMD: run CMD (split at spaces) for jobs of KIND; repeatable")
 	ledger = addLedgerFlags(f)
 	return cmd
+}
+
+// parseKindRoutes reads --kind KIND=CMD flags into kind → argv.
+func parseKindRoutes(flags []string) (map[string][]string, error) {
+	routes := make(map[string][]string, len(flags))
+	for _, r := range flags {
+		kind, command, ok := strings.Cut(r, "=")
+		argv := strings.Fields(command)
+		if !ok || len(argv) == 0 {
+			return nil, fmt.Errorf("%w: --kind %q: want KIND=COMMAND", queue.ErrInvalidConfig, r)
+		}
+		if err := queue.ValidateKind(kind); err != nil {
+			return nil, fmt.Errorf("--kind %q: %w", r, err)
+		}
+		if _, dup := routes[kind]; dup {
+			return nil, fmt.Errorf("%w: --kind %s given twice", queue.ErrInvalidConfig, kind)
+		}
+		routes[kind] = argv
+	}
+	return routes, nil
+}
+
+// routeKinds returns the handler that runs each job's command: its kind's
+// route, else the default argv; with neither, the job fails with
+// queue.ErrUnknownKind and is retried, never run by the wrong command.
+func routeKinds(routes map[string][]string, argv, env []string, force <-chan struct{}, log *slog.Logger) queue.Handler {
+	handlers := make(map[string]queue.Handler, len(routes))
+	for kind, a := range routes {
+		handlers[kind] = commandHandler(a, env, force)
+	}
+	var fallback queue.Handler
+	if len(argv) > 0 {
+		fallback = commandHandler(argv, env, force)
+	}
+	return func(ctx context.Context, j *queue.Job) error {
+		if h, ok := handlers[j.Kind]; ok {
+			return h(ctx, j)
+		}
+		if fallback != nil {
+			return fallback(ctx, j)
+		}
+		log.Warn("dbq: no --kind route for the job's kind; it will be retried",
+			"kind", j.Kind, "queue", j.Queue, "id", j.ID, "attempt", j.Attempt+1, "max_attempts", j.MaxAttempts)
+		return fmt.Errorf("%w: kind %q (routes: --kind)", queue.ErrUnknownKind, j.Kind)
+	}
 }
 
 // checkWorkFlags refuses values the worker would take for "default" (0) or
@@ -234,6 +294,7 @@ func commandHandler(argv, env []string, force <-chan struct{}) queue.Handler {
 		c.Env = append(env[:len(env):len(env)],
 			"DBQ_JOB_ID="+strconv.FormatInt(j.ID, 10),
 			"DBQ_JOB_QUEUE="+j.Queue,
+			"DBQ_JOB_KIND="+j.Kind,
 			"DBQ_JOB_ATTEMPT="+strconv.Itoa(j.Attempt),
 		)
 		ownGroup(c)
