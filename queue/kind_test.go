@@ -275,3 +275,76 @@ func runUntil(t *testing.T, q *queue.Queue, h queue.Handler, queueName string, d
 		t.Fatal(err)
 	}
 }
+
+// signup is a typical small args struct.
+type signup struct {
+	UserID int64  `json:"user_id"`
+	Email  string `json:"email"`
+	Plan   string `json:"plan"`
+}
+
+func (signup) Kind() string { return "signup" }
+
+// BenchmarkBatch100 claims, handles and completes a batch of 100 jobs on
+// the in-memory driver, raw and typed: the difference is what the typed
+// path (kind lookup, decoding the payload, TypedJob) costs per batch, with
+// no database cost to hide it.
+func BenchmarkBatch100(b *testing.B) {
+	for _, typed := range []bool{false, true} {
+		name := "raw"
+		if typed {
+			name = "typed"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			q, err := queue.New(memq.New(time.Minute).Driver(), queue.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			k, _ := queue.NewKinds(q, queue.KindsConfig{Queue: "bench"})
+			var sum int64
+			if err := queue.Handle(k, queue.KindOptions{}, func(_ context.Context, j *queue.TypedJob[signup]) error {
+				sum += j.Args.UserID
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			raw := func(_ context.Context, j *queue.Job) error { sum += int64(len(j.Payload)); return nil }
+			h := queue.Handler(raw)
+			if typed {
+				h = k.Handler()
+			}
+			nj, _ := k.NewJob(signup{UserID: 42, Email: "someone@example.com", Plan: "pro"}, queue.Opts{})
+			batch := make([]queue.NewJob, 100)
+			for i := range batch {
+				batch[i] = nj
+			}
+			c, err := q.NewClaimer(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close(ctx)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				if _, err := q.Enqueue(ctx, batch...); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				jobs, err := c.Claim(ctx, "bench", 100)
+				if err != nil || len(jobs) != 100 {
+					b.Fatalf("claimed %d: %v", len(jobs), err)
+				}
+				for _, j := range jobs {
+					if err := h(ctx, j); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := c.Complete(ctx, queue.Leases(jobs)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
