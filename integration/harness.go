@@ -72,6 +72,12 @@ type Harness struct {
 	// case needs it; a harness without it fails that case.
 	InsertRaw func(t *testing.T, q *queue.Queue, cols map[string]any)
 
+	// Tx, when set, begins a transaction on q's database as an application
+	// does — a pgx.Tx or *sql.Tx, whatever q.EnqueueTx takes — and returns
+	// it with its commit. The typed-jobs case needs it; a harness without
+	// it fails that case.
+	Tx func(t *testing.T, q *queue.Queue) (tx any, commit func() error)
+
 	// LeaseSlack is added to every wait for a lease to expire, for
 	// databases whose clock is coarse. Default 0.
 	LeaseSlack time.Duration

@@ -87,4 +87,6 @@ var cases = []testCase{
 	{"LeavesPoolSessionsAsFound", testPoolSessions},
 	{"ProducerInsertsWithPlainSQL", testProducer},
 	{"SchedulesMakeOneJobPerTick", needsAdmin(testSchedules)},
+	{"KindsRoundTrip", needsAdmin(testKindsRoundTrip)},
+	{"KindsUnknownRetriedThenDead", needsAdmin(testKindsUnknown)},
 }

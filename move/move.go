@@ -571,6 +571,9 @@ func Checksum(j *queue.Job) uint64 {
 	bytes([]byte(j.State))
 	bytes([]byte(movekit.ValidText(j.LastError)))
 	num(j.CreatedAt.UnixMicro())
+	if j.Kind != "" { // a job with no kind sums as before kinds existed
+		bytes([]byte(j.Kind))
+	}
 	return binary.BigEndian.Uint64(h.Sum(nil))
 }
 

@@ -117,6 +117,8 @@ func fill(t *testing.T, q *queue.Queue, n int) {
 			j.Delay = time.Hour + time.Duration(rng.IntN(1000))*time.Second
 		case 2:
 			j.DedupeKey = fmt.Sprintf("key-%d", i)
+		case 5:
+			j.Kind = fmt.Sprintf("kind_%d", i%7)
 		case 3:
 			j.Payload = append(j.Payload, 0, 0xff, 0xfe, 0) // NUL and invalid UTF-8
 		case 4:
@@ -155,10 +157,10 @@ func fill(t *testing.T, q *queue.Queue, n int) {
 
 // row is what a move must keep of a job.
 type row struct {
-	queue, payload, lastErr, key, state string
-	priority                            int16
-	runAt, created                      int64
-	attempt, maxAttempts                int
+	queue, kind, payload, lastErr, key, state string
+	priority                                  int16
+	runAt, created                            int64
+	attempt, maxAttempts                      int
 }
 
 // snapshot reads every exportable job of q (no held ones) through the
@@ -179,7 +181,7 @@ func snapshot(t *testing.T, q *queue.Queue) []row {
 			if strings.HasPrefix(key, "dbq-move:") {
 				key = ""
 			}
-			out = append(out, row{j.Queue, string(j.Payload), j.LastError, key, string(j.State), j.Priority,
+			out = append(out, row{j.Queue, j.Kind, string(j.Payload), j.LastError, key, string(j.State), j.Priority,
 				j.RunAt.UnixMicro(), j.CreatedAt.UnixMicro(), j.Attempt, j.MaxAttempts})
 		}
 		f.AfterID = b.Cursor()
@@ -745,6 +747,7 @@ func TestChecksumCoversEveryField(t *testing.T) {
 	sum := move.Checksum(&base)
 	for name, change := range map[string]func(j *queue.Job){
 		"queue":         func(j *queue.Job) { j.Queue = "r" },
+		"kind":          func(j *queue.Job) { j.Kind = "x" },
 		"payload":       func(j *queue.Job) { j.Payload = []byte("P") },
 		"payload bytes": func(j *queue.Job) { j.Payload = []byte("p\x00") },
 		"priority":      func(j *queue.Job) { j.Priority = 2 },

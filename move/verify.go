@@ -23,7 +23,7 @@ const maxMismatches = 3
 type movedJob struct {
 	srcID, dstID         int64
 	key                  string // its own dedupe key; "" for a synthesized one
-	queue                string
+	queue, kind          string
 	payload, lastErr     uint64
 	priority             int16
 	attempt, maxAttempts int
@@ -41,7 +41,7 @@ func hash64(b []byte) uint64 {
 // fingerprint is j's fields as a movedJob holds them.
 func fingerprint(j *queue.Job) movedJob {
 	return movedJob{
-		queue: j.Queue, payload: hash64(j.Payload), lastErr: hash64([]byte(movekit.ValidText(j.LastError))),
+		queue: j.Queue, kind: j.Kind, payload: hash64(j.Payload), lastErr: hash64([]byte(movekit.ValidText(j.LastError))),
 		priority: j.Priority, attempt: j.Attempt, maxAttempts: j.MaxAttempts, state: j.State,
 		runAt: j.RunAt.UnixMicro(), createdAt: j.CreatedAt.UnixMicro(), sum: Checksum(j),
 	}
@@ -75,6 +75,7 @@ var fields = []struct {
 	differ func(a, b *movedJob) bool
 }{
 	{"queue", false, func(a, b *movedJob) bool { return a.queue != b.queue }},
+	{"kind", false, func(a, b *movedJob) bool { return a.kind != b.kind }},
 	{"payload", false, func(a, b *movedJob) bool { return a.payload != b.payload }},
 	{"priority", false, func(a, b *movedJob) bool { return a.priority != b.priority }},
 	{"max_attempts", false, func(a, b *movedJob) bool { return a.maxAttempts != b.maxAttempts }},

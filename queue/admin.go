@@ -39,6 +39,19 @@ type Admin interface {
 	SetPaused(ctx context.Context, queue string, paused bool) error
 	// Paused lists the paused queues in name order.
 	Paused(ctx context.Context) ([]string, error)
+	// StatsByKind counts stored jobs per queue and kind, ordered by queue
+	// then kind; jobs with no kind count under kind "".
+	StatsByKind(ctx context.Context) ([]KindStats, error)
+}
+
+// KindStats counts one queue's stored jobs of one kind.
+type KindStats struct {
+	Queue     string `json:"queue"`
+	Kind      string `json:"kind"`
+	Ready     int64  `json:"ready"`
+	Scheduled int64  `json:"scheduled"`
+	Held      int64  `json:"held"`
+	Dead      int64  `json:"dead"`
 }
 
 // JobFilter selects stored jobs for [Queue.Jobs].
@@ -47,6 +60,8 @@ type JobFilter struct {
 	Queue string
 	// State, when set, keeps only jobs in that state.
 	State State
+	// Kind, when set, keeps only jobs of that kind.
+	Kind string
 	// AfterID keeps jobs with a larger id: pass the last id of a page to
 	// get the next.
 	AfterID int64
@@ -63,6 +78,11 @@ const (
 func (f JobFilter) check() (JobFilter, error) {
 	if f.Queue != "" {
 		if err := dialect.ValidateQueue(f.Queue); err != nil {
+			return f, err
+		}
+	}
+	if f.Kind != "" {
+		if err := ValidateKind(f.Kind); err != nil {
 			return f, err
 		}
 	}
@@ -120,6 +140,16 @@ func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 		return nil, err
 	}
 	return a.Jobs(ctx, f)
+}
+
+// StatsByKind counts stored jobs per queue and kind, ordered by queue then
+// kind; jobs enqueued without a kind count under kind "".
+func (q *Queue) StatsByKind(ctx context.Context) ([]KindStats, error) {
+	a, err := q.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.StatsByKind(ctx)
 }
 
 // Cancel deletes the jobs of ids that no one holds and returns those it

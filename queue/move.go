@@ -4,7 +4,7 @@ import "context"
 
 // Mover is implemented by drivers whose jobs package move can take out of
 // one database and put into another. Every dialect's jobs table has the
-// same columns, so a job moves whole: queue, payload bytes, priority,
+// same columns, so a job moves whole: queue, kind, payload bytes, priority,
 // run_at, attempt, max_attempts, last_error, dedupe_key, created_at and
 // state (ready or dead).
 type Mover interface {
@@ -21,7 +21,7 @@ type Mover interface {
 	// a batch with no jobs when there are none.
 	Export(ctx context.Context, f ExportFilter) (ExportBatch, error)
 	// Import stores jobs as they are, in one transaction: each keeps its
-	// state, attempt, max_attempts, last_error, run_at, priority, payload,
+	// kind, state, attempt, max_attempts, last_error, run_at, priority, payload,
 	// dedupe key and created_at, and gets a new id. Every job must have a
 	// DedupeKey. A job whose queue already stores a job with its key is not
 	// stored again. It returns, in order, each job as stored (the new one or

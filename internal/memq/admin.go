@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dbqueue/dbq/queue"
@@ -62,7 +63,8 @@ func (d *driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 	defer unlock()
 	var out []*queue.Job
 	for _, r := range d.s.rows {
-		if r.ID <= f.AfterID || f.Queue != "" && r.Queue != f.Queue || f.State != "" && r.State != f.State {
+		if r.ID <= f.AfterID || f.Queue != "" && r.Queue != f.Queue || f.State != "" && r.State != f.State ||
+			f.Kind != "" && r.Kind != f.Kind {
 			continue
 		}
 		cp := *r
@@ -71,6 +73,43 @@ func (d *driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 	}
 	slices.SortFunc(out, func(a, b *queue.Job) int { return cmp.Compare(a.ID, b.ID) })
 	return out[:min(len(out), f.Limit)], nil
+}
+
+// StatsByKind implements queue.Admin.
+func (d *driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
+	unlock, err := d.s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	now := time.Now()
+	by := map[[2]string]*queue.KindStats{}
+	for _, r := range d.s.rows {
+		k := [2]string{r.Queue, r.Kind}
+		st := by[k]
+		if st == nil {
+			st = &queue.KindStats{Queue: r.Queue, Kind: r.Kind}
+			by[k] = st
+		}
+		switch {
+		case r.State == queue.StateDead:
+			st.Dead++
+		case r.State == queue.StateClaimed:
+			st.Held++
+		case r.RunAt.After(now):
+			st.Scheduled++
+		default:
+			st.Ready++
+		}
+	}
+	out := make([]queue.KindStats, 0, len(by))
+	for _, st := range by {
+		out = append(out, *st)
+	}
+	slices.SortFunc(out, func(a, b queue.KindStats) int {
+		return cmp.Or(strings.Compare(a.Queue, b.Queue), strings.Compare(a.Kind, b.Kind))
+	})
+	return out, nil
 }
 
 // Cancel implements queue.Admin.
