@@ -229,3 +229,24 @@ func sortedIDs(ids []int64) []int64 {
 	slices.Sort(ids)
 	return ids
 }
+
+// Stats counts jobs per queue, ordered by name. Jobs an advisory claimer
+// holds are found in pg_locks and counted as Held, like claimed rows.
+func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := d.pool.Query(ctx, d.stmts.stats)
+	if err != nil {
+		return nil, interpret("stats", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.QueueStats, error) {
+		var s queue.QueueStats
+		err := r.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused)
+		return s, err
+	})
+	if err != nil {
+		return nil, interpret("stats", err)
+	}
+	return out, nil
+}

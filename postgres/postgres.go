@@ -86,15 +86,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// DefaultMaxConns is the pool size [Open] uses when the DSN sets no
-// pool_max_conns: each advisory claimer keeps one connection for its life,
-// so pgx's default of max(4, CPUs) is easily too small.
-const DefaultMaxConns = 16
-
-// rescueLimit is the most expired leases one rescue statement returns to
-// ready (rescue.sql).
-const rescueLimit = 1000
-
 // Driver is the PostgreSQL [queue.Driver]. Get it from a Queue with
 // q.Driver().(*postgres.Driver), for example to reach [Driver.Pool] or
 // [Driver.Rescue].
@@ -174,12 +165,6 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	return q, nil
 }
 
-// badDSN is the error for a DSN pgx cannot parse, without its password and
-// without wrapping pgx's error (which holds the parsed config).
-func badDSN(dsn string, err error) error {
-	return fmt.Errorf("%w: postgres: bad DSN %s: %s", queue.ErrInvalidConfig, dialect.Redact(dsn), dialect.Redact(err.Error()))
-}
-
 // OpenDB opens a *sql.DB (driver pgx/v5/stdlib) for dsn, for migrations and
 // for callers that enqueue in database/sql transactions. It does not
 // connect; errors never hold the DSN's password.
@@ -246,150 +231,10 @@ func (d *Driver) Strategy() Strategy { return d.cfg.Strategy }
 // Table returns the quoted, qualified name of the jobs table.
 func (d *Driver) Table() string { return d.stmts.table }
 
-// NewClaimer returns an *AdvisoryClaimer, which takes one connection from
-// the pool and keeps it until Close, or a *SkipLockedClaimer, which borrows
-// a connection per call.
-func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, ctxErr("new claimer", ctx)
-	}
-	if d.cfg.Strategy == SkipLocked {
-		return newSkipLockedClaimer(d), nil
-	}
-	c := newAdvisoryClaimer(d)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.connect(ctx); err != nil {
-		return nil, err
-	}
-	if err := d.ownSession(ctx, c.pid); err != nil {
-		c.dropConn()
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed.Load() {
-		c.dropConn()
-		return nil, queue.ErrClosed
-	}
-	d.claimers[c] = struct{}{}
-	return c, nil
-}
-
-// sessionProbeWait bounds the wait for a second pool connection in
-// ownSession.
-const sessionProbeWait = 2 * time.Second
-
-// ownSession refuses, with queue.ErrUnsupportedServer and the setup to use
-// instead, a pool whose connections do not each have a session of their
-// own: a transaction pooler (PgBouncer with pool_mode = transaction) hands
-// one client connection's statements to any server connection, and the
-// advisory locks taken through it land in sessions other clients then use
-// (1,243 jobs of 3,000 ran twice that way). pid is the server process the
-// claimer's connection reached; a second connection of the pool that
-// reaches the same one shares sessions. Such a pooler reuses the server
-// connection a client just left, so the probe finds it; where it does not
-// (a pool with no connection to spare, other pooler settings), the session
-// guard in every statement of the claimer still stops the first one that
-// runs elsewhere, before it takes, checks or releases a lock. Passed once
-// per Driver.
-func (d *Driver) ownSession(ctx context.Context, pid int32) error {
-	if d.sessionChecked.Load() {
-		return nil
-	}
-	actx, cancel := context.WithTimeout(ctx, sessionProbeWait)
-	defer cancel()
-	conn, err := d.pool.Acquire(actx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctxErr("new claimer", ctx)
-		}
-		return nil // no connection to spare: the session guard stands alone
-	}
-	defer conn.Release()
-	var other int32
-	if err := conn.QueryRow(actx, "SELECT pg_backend_pid()").Scan(&other); err != nil {
-		return interpret("check the session", err)
-	}
-	if other == pid {
-		return fmt.Errorf("%w: postgres: two connections of the pool reached the same server process %d; %s",
-			queue.ErrUnsupportedServer, pid, adviceAdvisory)
-	}
-	d.sessionChecked.Store(true)
-	return nil
-}
-
 func (d *Driver) forget(c *AdvisoryClaimer) {
 	d.mu.Lock()
 	delete(d.claimers, c)
 	d.mu.Unlock()
-}
-
-// Stats counts jobs per queue, ordered by name. Jobs an advisory claimer
-// holds are found in pg_locks and counted as Held, like claimed rows.
-func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	rows, err := d.pool.Query(ctx, d.stmts.stats)
-	if err != nil {
-		return nil, interpret("stats", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.QueueStats, error) {
-		var s queue.QueueStats
-		err := r.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused)
-		return s, err
-	})
-	if err != nil {
-		return nil, interpret("stats", err)
-	}
-	return out, nil
-}
-
-// Rescue returns every expired lease to ready (in statements of at most
-// 1000 rows) and says how many it returned. SKIP LOCKED claimers run one
-// such statement on their own at most every quarter lease, so calling it is
-// only needed to make jobs claimable (and counted as ready) sooner. It is a
-// no-op for the Advisory strategy, whose claims end with their connection.
-func (d *Driver) Rescue(ctx context.Context) (int, error) {
-	if d.closed.Load() {
-		return 0, queue.ErrClosed
-	}
-	total := 0
-	for {
-		n, err := d.rescueOnce(ctx)
-		total += n
-		if err != nil || n < rescueLimit {
-			return total, err
-		}
-	}
-}
-
-func (d *Driver) rescueOnce(ctx context.Context) (int, error) {
-	ids, err := queryIDs(ctx, d.pool, d.stmts.rescue, d.stmts.rescueKey)
-	if err != nil {
-		return 0, interpret("rescue", err)
-	}
-	d.lastRescue.Store(time.Now().UnixNano())
-	return len(ids), nil
-}
-
-// maybeRescue runs one rescue statement when none has run for a quarter
-// lease, so expired leases come back without a separate process.
-func (d *Driver) maybeRescue(ctx context.Context) error {
-	last := d.lastRescue.Load()
-	now := time.Now().UnixNano()
-	if now-last < int64(d.cfg.Lease/4) || !d.lastRescue.CompareAndSwap(last, now) {
-		return nil
-	}
-	n, err := d.rescueOnce(ctx)
-	if n > 0 {
-		d.log.Debug("dbq: returned expired leases to ready", "jobs", n)
-	}
-	return err
 }
 
 // Close closes the claimers still open, giving back their jobs, and then

@@ -3,7 +3,6 @@ package postgres
 import (
 	"embed"
 	"fmt"
-	"hash/fnv"
 	"strings"
 
 	"github.com/dbqueue/dbq/dialect"
@@ -98,12 +97,4 @@ func loadStatements(names dialect.Names) (*statements, error) {
 	s.rescueKey = tableKey("rescue", s.table)
 	s.channel = channelName(s.table)
 	return s, nil
-}
-
-// tableKey derives a one-argument advisory lock key for purpose on table
-// (its quoted, qualified name), the same in every process.
-func tableKey(purpose, table string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte("dbq/" + purpose + "/" + table))
-	return int64(h.Sum64())
 }
