@@ -26,7 +26,11 @@ func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
 	if d.cfg.Strategy == SkipLocked {
 		return newSkipLockedClaimer(d), nil
 	}
-	return d.openAdvisoryClaimer(ctx)
+	c, err := d.openAdvisoryClaimer(ctx)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return c, nil
 }
 
 // resumeEvery: a claimer (either strategy) that starts its claims where
