@@ -746,7 +746,7 @@ func (d *Driver) ownSession(ctx context.Context, pid int32) error {
 	}
 	defer conn.Release()
 	var other int32
-	if err := conn.QueryRow(actx, "SELECT pg_backend_pid()").Scan(&other); err != nil {
+	if err := conn.QueryRow(actx, d.stmts.backendPID).Scan(&other); err != nil {
 		return interpret("check the session", err)
 	}
 	if other == pid {

@@ -94,6 +94,7 @@ type Driver struct {
 	ownPool bool // opened by Open, closed by Close
 	cfg     Config
 	stmts   *statements
+	move    *moveStatements
 	log     *slog.Logger
 	leaseUS int64
 
@@ -208,11 +209,16 @@ func newDriver(pool *pgxpool.Pool, own bool, cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	move, err := loadMoveStatements(cfg.Names())
+	if err != nil {
+		return nil, err
+	}
 	return &Driver{
 		pool:     pool,
 		ownPool:  own,
 		cfg:      cfg,
 		stmts:    stmts,
+		move:     move,
 		log:      cfg.Logger,
 		leaseUS:  cfg.Lease.Microseconds(),
 		claimers: map[*AdvisoryClaimer]struct{}{},
