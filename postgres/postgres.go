@@ -14,7 +14,6 @@ import (
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/migrations"
 	"github.com/dbqueue/dbq/queue"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 )
@@ -45,6 +44,24 @@ func (s Strategy) String() string {
 		return "skiplocked"
 	}
 	return fmt.Sprintf("Strategy(%d)", int(s))
+}
+
+// ParseStrategy returns the strategy name names, as String spells it:
+// "advisory" or "skiplocked", in any case and with any '-' or '_' (so
+// "skip_locked" too). "" is Advisory, the default. Another name is an
+// error wrapping queue.ErrInvalidConfig.
+func ParseStrategy(name string) (Strategy, error) {
+	key := strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name))
+	for _, s := range []Strategy{Advisory, SkipLocked} {
+		if key == s.String() {
+			return s, nil
+		}
+	}
+	if key == "" {
+		return Advisory, nil
+	}
+	return Advisory, fmt.Errorf("%w: postgres has no claim strategy %q (want %s or %s)",
+		queue.ErrInvalidConfig, name, Advisory, SkipLocked)
 }
 
 // Config configures the PostgreSQL dialect. The zero value means the
@@ -138,12 +155,9 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	pc, err := pgxpool.ParseConfig(dsn)
+	pc, err := parseDSN(dsn)
 	if err != nil {
-		return nil, badDSN(dsn, err)
-	}
-	if !strings.Contains(dsn, "pool_max_conns") {
-		pc.MaxConns = max(pc.MaxConns, DefaultMaxConns)
+		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -170,11 +184,11 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 // for callers that enqueue in database/sql transactions. It does not
 // connect; errors never hold the DSN's password.
 func OpenDB(dsn string) (*sql.DB, error) {
-	cc, err := pgx.ParseConfig(dsn)
+	pc, err := parseDSN(dsn)
 	if err != nil {
-		return nil, badDSN(dsn, err)
+		return nil, err
 	}
-	return stdlib.OpenDB(*cc), nil
+	return stdlib.OpenDB(*pc.ConnConfig), nil
 }
 
 // SQLDB returns a *sql.DB that borrows its connections from pool, for
