@@ -17,7 +17,7 @@
 --
 -- The walk starts at ($4, $5, $6) in claim order: the head of the queue,
 -- or, after a walk that locked all it asked for, the first row that walk
--- locked (advisory.go, lock).
+-- locked (claim_advisory.go, lock).
 -- The branches, in order: the priorities before $4 from their start (a
 -- new urgent job is never passed over), priority $4 from ($5, $6), and
 -- the priorities after $4 from their start. Each priority is one range of

@@ -12,7 +12,7 @@
 -- loops run lazily and the LIMIT stops them, so a priority's rows are
 -- locked only when the ones before it did not fill the batch.
 --
--- The claim starts at ($5, $6, $7) in claim order (skiplocked.go, from):
+-- The claim starts at ($5, $6, $7) in claim order (claim_skiplocked.go, from):
 -- the head, or where the claimer's last claim began. Until vacuum, the
 -- claim index keeps an entry for every job claimed since, and a scan from
 -- the head reads them all: after 250,000 claims without vacuum a claim
