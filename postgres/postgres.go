@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/migrations"
@@ -51,7 +52,12 @@ func (s Strategy) String() string {
 // "skip_locked" too). "" is Advisory, the default. Another name is an
 // error wrapping queue.ErrInvalidConfig.
 func ParseStrategy(name string) (Strategy, error) {
-	key := strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name))
+	key := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, name)
 	for _, s := range []Strategy{Advisory, SkipLocked} {
 		if key == s.String() {
 			return s, nil
