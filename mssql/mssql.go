@@ -27,8 +27,9 @@ type Driver struct {
 	db     *sql.DB
 	ownDB  bool
 	cfg    Config
-	sql    statements
-	dedupe string // the dedupe table's name, as it appears in error messages
+	sql    *statements // sql/*.sql
+	move   *statements // sql/move/*.sql
+	dedupe string      // the dedupe table's name, as it appears in error messages
 	pause  pauseFunc
 	// rescueLock names the application lock that lets one rescue pass at a
 	// time run over this jobs_inflight table.
@@ -56,12 +57,16 @@ func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
 	}
 	cfg = cfg.WithDefaults()
 	names := cfg.Names()
-	stmts, err := renderStatements(names)
+	stmts, err := loadStatements(sqlPattern, names)
+	if err != nil {
+		return nil, err
+	}
+	move, err := loadStatements(movePattern, names)
 	if err != nil {
 		return nil, err
 	}
 	d := &Driver{
-		db: db, ownDB: own, cfg: cfg, sql: stmts,
+		db: db, ownDB: own, cfg: cfg, sql: stmts, move: move,
 		dedupe:     names.Prefix + "jobs_dedupe",
 		pause:      jitterPause,
 		rescueLock: lockResource("rescue", names.Qualified(dialect.MSSQL, names.Prefix+"jobs_inflight")),
@@ -190,12 +195,12 @@ func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]in
 		}
 		return ids, nil
 	case *sql.Tx:
-		if _, err := tx.ExecContext(ctx, d.sql[sqlSavepoint]); err != nil {
+		if _, err := tx.ExecContext(ctx, d.sql.text(sqlSavepoint)); err != nil {
 			return nil, classify("enqueue", d.dedupe, err)
 		}
 		ids, err := d.enqueue(ctx, tx, jobs)
 		if err != nil {
-			_, _ = tx.ExecContext(context.WithoutCancel(ctx), d.sql[sqlRollbackSavepoint])
+			_, _ = tx.ExecContext(context.WithoutCancel(ctx), d.sql.text(sqlRollbackSavepoint))
 			return nil, err
 		}
 		return ids, nil
@@ -219,7 +224,10 @@ func (d *Driver) enqueue(ctx context.Context, tx *sql.Tx, jobs []queue.NewJob) (
 	ids := make([]int64, 0, len(jobs))
 	for start := 0; start < len(jobs); start += enqueueChunk {
 		chunk := jobs[start:min(start+enqueueChunk, len(jobs))]
-		stmt := withRows(d.sql[sqlEnqueue], len(chunk), "#", "q", "p", "pr", "ra", "ds", "dm", "ma", "dk")
+		stmt, err := d.sql.rows(sqlEnqueue, len(chunk))
+		if err != nil {
+			return nil, err
+		}
 		args := make([]any, 0, 8*len(chunk))
 		for i, j := range chunk {
 			runAt := sql.NullTime{Time: j.RunAt.UTC(), Valid: !j.RunAt.IsZero()}
@@ -246,7 +254,7 @@ func (d *Driver) enqueue(ctx context.Context, tx *sql.Tx, jobs []queue.NewJob) (
 // which are paused. Held jobs are those in jobs_inflight, where both
 // strategies put the jobs they claim.
 func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
-	rows, err := d.db.QueryContext(ctx, d.sql[sqlStats])
+	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlStats))
 	if err != nil {
 		return nil, classify("stats", d.dedupe, err)
 	}
@@ -298,7 +306,7 @@ const rescueError = "dbq: lease expired before the job ended (claimer died, stal
 // table's application lock.
 func (d *Driver) rescueOnce(ctx context.Context) (moved int, ran bool, err error) {
 	var granted, n int32
-	err = d.db.QueryRowContext(ctx, d.sql[sqlRescue], sql.Named("lock_resource", d.rescueLock),
+	err = d.db.QueryRowContext(ctx, d.sql.text(sqlRescue), sql.Named("lock_resource", d.rescueLock),
 		sql.Named("batch", int32(RescueBatch)), sql.Named("error", rescueError)).Scan(&granted, &n)
 	if err != nil {
 		return 0, false, classify("rescue", d.dedupe, err)
