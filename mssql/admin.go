@@ -310,3 +310,28 @@ func sortIDs(ids []int64) []int64 {
 	slices.Sort(ids)
 	return ids
 }
+
+// Stats counts the jobs of every queue, ordered by queue name, and says
+// which are paused. Held jobs are those in jobs_inflight, where both
+// strategies put the jobs they claim.
+func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
+	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlStats))
+	if err != nil {
+		return nil, classify("stats", d.dedupe, err)
+	}
+	defer rows.Close()
+	var out []queue.QueueStats
+	for rows.Next() {
+		var s queue.QueueStats
+		var ageMicros int64
+		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused); err != nil {
+			return nil, classify("stats", d.dedupe, err)
+		}
+		s.OldestReadyAge = float64(ageMicros) / 1e6
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("stats", d.dedupe, err)
+	}
+	return out, nil
+}
