@@ -3,11 +3,8 @@ package mssql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math"
-	"net/url"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -42,6 +39,21 @@ func (s Strategy) String() string {
 		return "updlock"
 	}
 	return fmt.Sprintf("Strategy(%d)", int(s))
+}
+
+// ParseStrategy returns the Strategy name names, as String spells it, in
+// any case and with '-' and '_' ignored: "deletetop" or "updlock"; ""
+// is DeleteTop, the default. Any other name is an error wrapping
+// queue.ErrInvalidConfig.
+func ParseStrategy(name string) (Strategy, error) {
+	switch strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name)) {
+	case "", DeleteTop.String():
+		return DeleteTop, nil
+	case UpdLock.String():
+		return UpdLock, nil
+	}
+	return DeleteTop, fmt.Errorf("%w: mssql has no claim strategy %q (want %s or %s)",
+		queue.ErrInvalidConfig, name, DeleteTop, UpdLock)
 }
 
 // Defaults and limits for [Config] fields.
@@ -174,8 +186,8 @@ func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
 	return queue.New(d, cfg.Config)
 }
 
-// Open connects to the SQL Server a sqlserver:// DSN names and returns a
-// Queue over the tables cfg names; closing the Queue closes the
+// Open connects to the SQL Server dsn names, in any form [OpenDB] takes,
+// and returns a Queue over the tables cfg names; closing the Queue closes the
 // connections. Errors never hold the DSN's password.
 func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	if err := cfg.Validate(); err != nil {
@@ -189,7 +201,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	db.SetMaxIdleConns(cfg.WithDefaults().Claimers + 2)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("dbq: connect to %s: %w", dialect.Redact(dsn), scrub(err, dsn))
+		return nil, fmt.Errorf("dbq: connect to %s: %w", dialect.Redact(dsn), redactErr(err))
 	}
 	q, err := newQueue(db, true, cfg)
 	if err != nil {
@@ -199,37 +211,16 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	return q, nil
 }
 
-// OpenDB returns a *sql.DB for a sqlserver:// DSN without connecting.
+// OpenDB returns a *sql.DB for a SQL Server DSN without connecting: a
+// sqlserver:// URL, an ADO connection string that names the server
+// (server=h;user id=u;password=p;database=d) or go-mssqldb's odbc: form.
+// Errors never hold the DSN's password.
 func OpenDB(dsn string) (*sql.DB, error) {
-	d, err := dialect.ParseDSN(dsn)
+	c, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	if d.Dialect != dialect.MSSQL {
-		return nil, fmt.Errorf("%w: %s is not a sqlserver:// DSN", dialect.ErrUnknownScheme, d)
-	}
-	c, err := mssqldb.NewConnector(d.Driver)
-	if err != nil {
-		return nil, fmt.Errorf("dbq: bad sqlserver DSN %s: %w", dialect.Redact(dsn), scrub(err, dsn))
-	}
-	return sql.OpenDB(c), nil
-}
-
-var userinfoPassword = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^:@/]*:([^@]*)@`)
-
-// scrub returns err, or when its text holds the DSN's password (a URL
-// parse error quotes the whole DSN), an error with the password replaced.
-func scrub(err error, dsn string) error {
-	var pw string
-	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {
-		pw, _ = u.User.Password()
-	} else if m := userinfoPassword.FindStringSubmatch(dsn); m != nil {
-		pw = m[1]
-	}
-	if pw == "" || !strings.Contains(err.Error(), pw) {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
+	return sql.OpenDB(mssqldb.NewConnectorConfig(c)), nil
 }
 
 // Migrate creates or updates the tables cfg names in db. It needs DDL
