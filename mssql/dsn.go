@@ -14,11 +14,13 @@ import (
 // password=p;database=d — it must name the server, as server, data source,
 // address, addr or network address) or the odbc: form. Another string, a
 // DSN of another database among them, is dialect.ErrUnknownScheme. The
-// error never holds the password.
+// error never holds the password: it does not quote a DSN that does not
+// parse, where no one can tell what the password is (in
+// sqlserver://u:a/b@h the URL's user info ends at the '/').
 func parseDSN(dsn string) (msdsn.Config, error) {
 	cfg, err := msdsn.Parse(dsn)
 	if err != nil {
-		return msdsn.Config{}, fmt.Errorf("dbq: bad sqlserver DSN %s: %w", dialect.Redact(dsn), redactErr(err))
+		return msdsn.Config{}, fmt.Errorf("dbq: bad sqlserver DSN: %w", redactErr(err))
 	}
 	// msdsn reads any other string as ADO; one that names no server is
 	// not meant for SQL Server.
