@@ -60,7 +60,7 @@ func ParseStrategy(name string) (Strategy, error) {
 const (
 	DefaultClaimers      = 10
 	DefaultClaimAttempts = 5
-	// WindowPerClaimer is X per expected claimer: the seed's X ≈ 100·N.
+	// WindowPerClaimer is the Window per expected claimer: X ≈ 100·N.
 	WindowPerClaimer = 100
 	// MaxWindow bounds Window: every claim reads and sorts that many rows.
 	MaxWindow = 100_000
@@ -81,10 +81,10 @@ type Config struct {
 	// queue, across all processes. It only sizes the default Window.
 	// Default 10.
 	Claimers int
-	// Window is the seed's X: a DeleteTop claim picks its jobs at random
-	// among the first Window ready jobs in claim order, so that concurrent
-	// claimers rarely pick the same row; a claim for more than Window jobs
-	// reads n rows instead. Larger means fewer collisions (error 1222) and
+	// Window is the X of the top-X pick: a DeleteTop claim picks its jobs
+	// at random among the first Window ready jobs in claim order, so that
+	// concurrent claimers rarely pick the same row; a claim for more than
+	// Window jobs reads n rows instead. Larger means fewer collisions (error 1222) and
 	// looser order; every claim reads and sorts this many rows. Default
 	// 100 × Claimers, at most MaxWindow. Unused by UpdLock.
 	Window int
