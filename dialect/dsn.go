@@ -246,8 +246,35 @@ var (
 //     (ends at a ';' outside double quotes) and in go-mssqldb's odbc: form
 //     ({braced} with }}).
 //
-// A string that parses as a URL with user info is read as a URL.
+// A string that parses as a URL with user info is read as a URL. Where s
+// is none of these forms, a URL quoted inside it (a driver's error that
+// quotes the DSN: parse "sqlserver://u:p@h": …) is masked as a URL that
+// runs to the end of s.
 func Redact(s string) string {
+	if out := redact(s); out != s {
+		return out
+	}
+	return redactQuotedURL(s)
+}
+
+// quotedURLRe is the start of a URL inside a longer text: a scheme and its
+// "//" after a quote, white space or an opening bracket.
+var quotedURLRe = regexp.MustCompile(`["'\s(<\[][A-Za-z][A-Za-z0-9+.-]*://`)
+
+// redactQuotedURL masks the password of the first URL inside s that has
+// one, reading it to the end of s.
+func redactQuotedURL(s string) string {
+	for _, m := range quotedURLRe.FindAllStringIndex(s, -1) {
+		i := m[0] + 1
+		if out := redact(s[i:]); out != s[i:] {
+			return s[:i] + out
+		}
+	}
+	return s
+}
+
+// redact is Redact for a string that is one of the forms.
+func redact(s string) string {
 	if strings.HasPrefix(s, "odbc:") {
 		out, _, _ := redactUserinfo(redactKeys(s), false)
 		return out
