@@ -70,12 +70,17 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	d, err := newDriver(db, true, cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+	if err := db.QueryRowContext(ctx, d.stmts.journalMode).Scan(&mode); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("dbq: sqlite: open %s: %w", p.file, err)
 	}
-	q, err := newQueue(db, true, cfg)
+	q, err := queue.New(d, d.cfg)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -110,10 +115,14 @@ func New(db *sql.DB, cfg Config) (*queue.Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return newQueue(db, false, cfg)
+	d, err := newDriver(db, false, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return queue.New(d, d.cfg)
 }
 
-func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
+func newDriver(db *sql.DB, own bool, cfg Config) (*Driver, error) {
 	qc := cfg.Config.WithDefaults()
 	qc.Schema = "" // a SQLite file has no schemas
 	names := qc.Names()
@@ -132,7 +141,7 @@ func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
 		gate:    make(chan struct{}, 1),
 		start:   time.Now(),
 	}
-	return queue.New(d, qc)
+	return d, nil
 }
 
 // Migrate applies every pending migration of the job schema to db, for the
