@@ -118,7 +118,7 @@ func (s *statements) prepareEnqueue() error {
 
 func (s *statements) close() {
 	for _, st := range []*stmt{s.claim, s.complete, s.retry, s.release, s.extend, s.rescue, s.stats, s.enqueueFull,
-		s.findUnique, s.jobs, s.cancel, s.retryDead, s.setPaused, s.paused, s.enqueueUnique,
+		s.findUnique, s.jobs, s.jobsDead, s.cancel, s.retryDead, s.setPaused, s.paused, s.enqueueUnique,
 		s.scheduleUpsert, s.scheduleAdvance, s.scheduleList, s.scheduleSetPaused} {
 		st.close()
 	}
