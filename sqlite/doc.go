@@ -22,10 +22,10 @@
 // [Open] and [OpenDB] take a path or a DSN, sqlite:path, sqlite://path,
 // sqlite:///abs/path (sqlite3: and file: likewise), with query parameters
 // for the driver (dsn.go). [Open] sets, on every connection of its pool
-// through the DSN ([DSN]): journal_mode=WAL (readers never block the writer, nor it them),
-// synchronous=NORMAL (durable across a process crash; the last
-// transactions may be lost on power failure), busy_timeout, and BEGIN
-// IMMEDIATE for transactions. With [New], the caller opens the *sql.DB and
+// through the DSN ([DSN]): journal_mode=WAL (readers never block the
+// writer, nor it them), synchronous=NORMAL (durable across a process
+// crash; the last transactions may be lost on power failure),
+// busy_timeout, and BEGIN IMMEDIATE for transactions. With [New], the caller opens the *sql.DB and
 // should use [DSN] to get the same settings.
 //
 // Many processes on one host may share a file. A network filesystem (NFS,
