@@ -134,9 +134,13 @@ func TestScheduleActionsRefusedWithoutTokenOrWhenReadOnly(t *testing.T) {
 		ro := e.serve(t, ui.Options{ReadOnly: true, CSRFSecret: secret})
 		ro.c = b.c // same cookies: the token is valid there too
 		for name, try := range map[string]func() (int, string){
-			"no token":          func() (int, string) { return b.post("/schedules/pause", url.Values{"name": {"s"}}) },
-			"wrong token":       func() (int, string) { return b.post("/schedules/pause", url.Values{"name": {"s"}, "csrf": {tok + "x"}}) },
-			"cross-site":        func() (int, string) { return b.post("/schedules/pause", url.Values{"name": {"s"}, "csrf": {tok}}, "Sec-Fetch-Site", "cross-site") },
+			"no token": func() (int, string) { return b.post("/schedules/pause", url.Values{"name": {"s"}}) },
+			"wrong token": func() (int, string) {
+				return b.post("/schedules/pause", url.Values{"name": {"s"}, "csrf": {tok + "x"}})
+			},
+			"cross-site": func() (int, string) {
+				return b.post("/schedules/pause", url.Values{"name": {"s"}, "csrf": {tok}}, "Sec-Fetch-Site", "cross-site")
+			},
 			"read-only":         func() (int, string) { return ro.post("/schedules/pause", url.Values{"name": {"s"}, "csrf": {tok}}) },
 			"read-only, resume": func() (int, string) { return ro.post("/schedules/resume", url.Values{"name": {"s"}, "csrf": {tok}}) },
 		} {
