@@ -49,16 +49,31 @@
         continue;
       }
       if (f.tagName === "SELECT") {
-        for (var j = 0; j < f.options.length; j++) {
-          if (f.options[j].selected !== f.options[j].defaultSelected) {
-            return true;
-          }
+        if (selectChanged(f)) {
+          return true;
         }
       } else if (f.type === "checkbox" || f.type === "radio") {
         if (f.checked !== f.defaultChecked) {
           return true;
         }
       } else if (f.value !== f.defaultValue) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  function selectChanged(f) {
+    var opts = f.options;
+    var marked = false;
+    var i;
+    for (i = 0; i < opts.length; i++) {
+      marked = marked || opts[i].defaultSelected;
+    }
+    for (i = 0; i < opts.length; i++) {
+      // A single select with no option marked selected shows its first.
+      var want = opts[i].defaultSelected || (!marked && !f.multiple && i === 0);
+      if (opts[i].selected !== want) {
         return true;
       }
     }
