@@ -187,7 +187,8 @@ type noScheduleStore struct {
 }
 
 func TestSchedulesPageWithoutScheduleStore(t *testing.T) {
-	drv := memq.New(time.Minute).Driver()
+	store := memq.New(time.Minute)
+	drv := store.Driver()
 	q, err := queue.New(noScheduleStore{drv, drv.(queue.Admin)}, queue.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -203,5 +204,16 @@ func TestSchedulesPageWithoutScheduleStore(t *testing.T) {
 	tok := b.token("/") // the Queues page has a form: Pause q
 	if code, _ := b.post("/schedules/pause", url.Values{"csrf": {tok}, "name": {"s"}}); code != http.StatusNotImplemented {
 		t.Errorf("pause without a store: %d, want 501", code)
+	}
+
+	// A store whose table is missing.
+	q, err = queue.New(drv, queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.SetMigrated(false)
+	body = (&env{q: q}).serve(t, ui.Options{}).page("/schedules")
+	if !strings.Contains(body, "The schedules table does not exist: run `dbq migrate up`.") {
+		t.Errorf("Schedules page without the table:\n%s", body)
 	}
 }

@@ -53,8 +53,9 @@ type Options struct {
 	// Queue's logger.
 	Logger *slog.Logger
 	// Refresh is how often a page fetches itself again while the user has
-	// switched Live on (a switch each browser remembers; off at first).
-	// Default 5s; negative hides the switch.
+	// switched Live on (a switch each browser remembers; off at first), in
+	// whole seconds, at least one. Default 5s; negative hides the switch
+	// and serves no script.
 	Refresh time.Duration
 }
 

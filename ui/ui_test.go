@@ -414,3 +414,22 @@ func TestPagesSendSecurityHeaders(t *testing.T) {
 		t.Errorf("CSRF cookie %+v, want HttpOnly and SameSite=Strict", c)
 	}
 }
+
+func TestLiveSwitchFollowsRefresh(t *testing.T) {
+	e := newEnv(t, testDBs[0])
+	for _, c := range []struct {
+		refresh time.Duration
+		want    string // "": no switch and no script
+	}{
+		{0, `data-every="5"`},
+		{1500 * time.Millisecond, `data-every="2"`},
+		{100 * time.Millisecond, `data-every="1"`},
+		{-1, ""},
+	} {
+		body := e.serve(t, ui.Options{Refresh: c.refresh}).page("/jobs")
+		hasSwitch, hasScript := strings.Contains(body, `id="live"`), strings.Contains(body, ownScript)
+		if c.want == "" && (hasSwitch || hasScript) || c.want != "" && (!strings.Contains(body, c.want) || !hasScript) {
+			t.Errorf("Refresh %v: switch %v, script %v, want %q", c.refresh, hasSwitch, hasScript, c.want)
+		}
+	}
+}
