@@ -222,11 +222,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if cfg.DSN == "" || cfg.Bin == "" || cfg.Prefix == "" {
 		return nil, errors.New("chaos: Config needs DSN, Bin and Prefix")
 	}
-	dsn, err := dialect.ParseDSN(cfg.DSN)
+	d, err := dialect.ParseDSN(cfg.DSN)
 	if err != nil {
 		return nil, err
 	}
-	if dsn.Dialect == dialect.SQLite && (cfg.Cuts > 0 || cfg.Restarts > 0) {
+	if d == dialect.SQLite && (cfg.Cuts > 0 || cfg.Restarts > 0) {
 		return nil, errors.New("chaos: SQLite has no server to cut or restart")
 	}
 	if cfg.Jobs < 1 || cfg.Workers < 1 || cfg.Concurrency < 1 {
@@ -299,15 +299,13 @@ func openDB(dsn string) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch d.Dialect {
-	case dialect.Postgres:
-		return postgres.OpenDB(d.Driver)
-	case dialect.MySQL:
-		return mysql.OpenDB(dsn)
-	case dialect.SQLite:
-		return sqlite.OpenDB(d.Driver)
+	if d == dialect.MSSQL {
+		return nil, fmt.Errorf("chaos: no harness for %s", d)
 	}
-	return nil, fmt.Errorf("chaos: no harness for %s", d.Dialect)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, _, err := dbq.OpenDB(ctx, dsn)
+	return db, err
 }
 
 // setup migrates the jobs table, creates the ledger and opens the queue
