@@ -27,6 +27,13 @@ func DSN(dsn string) (string, error) {
 	return p.driver, err
 }
 
+// File returns the database file dsn names (any form [DSN] takes), without
+// its query parameters.
+func File(dsn string) (string, error) {
+	p, err := parseDSN(dsn)
+	return p.file, err
+}
+
 // parseDSN reads dsn as [DSN] describes.
 func parseDSN(dsn string) (driverDSN, error) {
 	path, err := dsnPath(dsn)

@@ -91,3 +91,18 @@ func TestOpenTakesURLForm(t *testing.T) {
 		t.Fatalf("Open did not create %s: %v", path, err)
 	}
 }
+
+func TestFile(t *testing.T) {
+	for in, want := range map[string]string{
+		"sqlite:app.db?_pragma=foreign_keys(1)": "app.db",
+		"sqlite:///abs/x.db":                    "/abs/x.db",
+		"rel/y.db":                              "rel/y.db",
+	} {
+		if got, err := File(in); err != nil || got != want {
+			t.Errorf("File(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := File("sqlite:"); err == nil {
+		t.Error("File(sqlite:) accepted a DSN naming no file")
+	}
+}
