@@ -63,7 +63,7 @@ func (d *Driver) Identity(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", d.classify("identity", err)
 	}
-	return fmt.Sprintf("mysql://%s/%s/%s", server.String, db.String, d.stmts.base.Jobs), nil
+	return fmt.Sprintf("mysql://%s/%s/%s", server.String, db.String, d.stmts.jobsTable), nil
 }
 
 // Survey implements queue.Mover.
@@ -75,7 +75,7 @@ func (d *Driver) Survey(ctx context.Context, f queue.ExportFilter) (queue.Survey
 	where, args := moveFilterSQL(f)
 	q := `SELECT COALESCE(MAX(LENGTH(payload)), 0), COALESCE(MAX(LENGTH(dedupe_key)), 0),
        COALESCE(MAX(CHAR_LENGTH(CONVERT(dedupe_key USING utf8mb4))), 0)
-FROM ` + d.stmts.base.Jobs + ` WHERE ` + where
+FROM ` + d.stmts.jobsTable + ` WHERE ` + where
 	if err := d.db.QueryRowContext(ctx, q, args...).Scan(&s.MaxPayload, &s.MaxKeyBytes, &s.MaxKeyChars); err != nil {
 		return s, d.classify("survey", err)
 	}
@@ -127,7 +127,7 @@ type exportBatch struct {
 
 func (b *exportBatch) take(ctx context.Context, f queue.ExportFilter) error {
 	where, args := moveFilterSQL(f)
-	rows, err := b.tx.QueryContext(ctx, `SELECT id FROM `+b.d.stmts.base.Jobs+` WHERE id > ? AND `+where+
+	rows, err := b.tx.QueryContext(ctx, `SELECT id FROM `+b.d.stmts.jobsTable+` WHERE id > ? AND `+where+
 		` ORDER BY id LIMIT ?`, append(append([]any{f.AfterID}, args...), f.Limit)...)
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func (b *exportBatch) take(ctx context.Context, f queue.ExportFilter) error {
 	if err := rows.Err(); err != nil || len(ids) == 0 {
 		return err
 	}
-	rows, err = b.tx.QueryContext(ctx, `SELECT `+moveColumns+` FROM `+b.d.stmts.base.Jobs+
+	rows, err = b.tx.QueryContext(ctx, `SELECT `+moveColumns+` FROM `+b.d.stmts.jobsTable+
 		` WHERE id IN (`+placeholders(len(ids))+`) AND state IN ('ready', 'dead') ORDER BY id FOR UPDATE SKIP LOCKED`, ids...)
 	if err != nil {
 		return err
@@ -167,7 +167,7 @@ func (b *exportBatch) Commit(ctx context.Context, ids []int64) error {
 			// server whose SKIP LOCKED locks nothing (TiDB) a claimer may have
 			// taken some since the batch read them; they stay its, and the
 			// batch fails rather than report them moved.
-			res, derr := b.tx.ExecContext(ctx, `DELETE FROM `+b.d.stmts.base.Jobs+` WHERE id IN (`+placeholders(len(args))+
+			res, derr := b.tx.ExecContext(ctx, `DELETE FROM `+b.d.stmts.jobsTable+` WHERE id IN (`+placeholders(len(args))+
 				`) AND state IN ('ready', 'dead')`, args...)
 			var n int64
 			if derr == nil {
@@ -298,7 +298,7 @@ const importChunk = 500
 
 func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) error {
 	var b strings.Builder
-	b.WriteString(`INSERT INTO ` + d.stmts.base.Jobs +
+	b.WriteString(`INSERT INTO ` + d.stmts.jobsTable +
 		` (queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at) VALUES `)
 	args := make([]any, 0, len(jobs)*10)
 	for i, j := range jobs {
@@ -363,7 +363,7 @@ func (d *Driver) storedByKey(ctx context.Context, db dialect.Querier, keys []que
 	var out []*queue.Job
 	for _, q := range order {
 		keys := byQueue[q]
-		rows, err := db.QueryContext(ctx, `SELECT `+moveColumns+` FROM `+d.stmts.base.Jobs+
+		rows, err := db.QueryContext(ctx, `SELECT `+moveColumns+` FROM `+d.stmts.jobsTable+
 			` WHERE queue = ? AND dedupe_key IN (`+placeholders(len(keys))+`)`, append([]any{q}, keys...)...)
 		if err != nil {
 			return nil, err

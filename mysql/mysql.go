@@ -194,7 +194,7 @@ func newDriver(ctx context.Context, db *sql.DB, cfg Config, own bool) (*Driver, 
 		ids = "re-selected by a per-batch marker"
 	}
 	d.log.Info("dbq: mysql dialect", "server", d.server.String(), "version", d.server.Version,
-		"table", stmts.base.Jobs, "innodb_autoinc_lock_mode", d.server.AutoincLockMode,
+		"table", stmts.jobsTable, "innodb_autoinc_lock_mode", d.server.AutoincLockMode,
 		"enqueue_ids", ids, "replica", cfg.Replica != nil, "candidate_isolation", d.server.candidateIsolation())
 	return d, nil
 }
@@ -751,7 +751,7 @@ func (d *Driver) rescueOnce(ctx context.Context, c conn, q string) (int, error) 
 		return nil
 	})
 	if n > 0 {
-		d.log.Info("dbq: mysql: gave back jobs whose lease expired", "jobs", n, "queue", q, "table", d.stmts.base.Jobs)
+		d.log.Info("dbq: mysql: gave back jobs whose lease expired", "jobs", n, "queue", q, "table", d.stmts.jobsTable)
 	}
 	return n, err
 }

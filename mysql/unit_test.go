@@ -22,10 +22,7 @@ func TestStatementsRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := templates()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts := st.files.Names()
 	// Placeholders per statement for a list of n.
 	want := map[string]func(n int) int{
 		sqlEnqueue:          func(n int) int { return 8 * n },
