@@ -383,3 +383,8 @@ func heldRowLocks(ctx context.Context, d *Driver, id int64) (n int64, shown bool
 }
 
 var leases = queue.Leases
+
+// placeholders returns n "?" joined by ", ", for the tests' own statements.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}

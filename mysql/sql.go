@@ -3,20 +3,23 @@ package mysql
 import (
 	"embed"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/dbqueue/dbq/dialect"
 )
 
-// The statements, one file each in sql/, named as in the other dialects where the statement exists
+// The statements, one file each in sql/ (those of package move in
+// sql/move/), named as in the other dialects where the statement exists
 // there, rendered by [dialect.LoadSQL] with its vocabulary ({{table
 // "jobs"}}, {{ident "jobs_claim"}}, {{params .N}}, {{range rows .N}}) and
 // [stmtData]. Values always travel as parameters.
 //
-//go:embed sql/*.sql
+//go:embed sql/*.sql sql/move/*.sql
 var sqlFiles embed.FS
 
-// Statement names: the file names without ".sql".
+// Statement names: the file names without ".sql"; "move/" names a file of
+// sql/move/.
 const (
 	sqlEnqueue          = "enqueue"
 	sqlEnqueueIDs       = "enqueue_ids"
@@ -49,6 +52,16 @@ const (
 	sqlPaused              = "paused"
 	sqlRescueGetLock       = "rescue_get_lock"
 	sqlRescueReleaseLock   = "rescue_release_lock"
+
+	sqlMoveIdentity     = "move/identity"
+	sqlMoveIdentityHost = "move/identity_host"
+	sqlMoveLimits       = "move/limits"
+	sqlMoveSurvey       = "move/survey"
+	sqlMoveExport       = "move/export"
+	sqlMoveExportLock   = "move/export_lock"
+	sqlMoveDelete       = "move/delete"
+	sqlMoveInsert       = "move/insert"
+	sqlMoveStored       = "move/stored"
 )
 
 // stmtData is a statement file's data besides the shared vocabulary.
@@ -69,7 +82,7 @@ type stmtData struct {
 
 // statements renders and caches the statements for one set of names.
 type statements struct {
-	files *dialect.SQLFiles
+	files, move *dialect.SQLFiles
 	// jobsTable and queuesTable are the quoted, qualified table names, for
 	// log lines and errors.
 	jobsTable, queuesTable string
@@ -87,9 +100,14 @@ func newStatements(n dialect.Names, lockWaitSeconds int) (*statements, error) {
 	if err != nil {
 		return nil, err
 	}
+	move, err := dialect.LoadSQL(sqlFiles, "sql/move/*.sql", dialect.MySQL, n, dialect.SQLOptions{})
+	if err != nil {
+		return nil, err
+	}
 	n = n.WithDefaults()
 	return &statements{
 		files:       files,
+		move:        move,
 		jobsTable:   n.Qualified(dialect.MySQL, n.Jobs()),
 		queuesTable: n.Qualified(dialect.MySQL, n.Prefix+"queues"),
 		base:        stmtData{LockWaitSeconds: lockWaitSeconds, CandidateIsolation: "READ UNCOMMITTED"},
@@ -149,7 +167,11 @@ func (s *statements) jobs(byQueue, byState, dead bool) string {
 // renderData renders a statement; the files were parsed by newStatements,
 // so a failure is a bug in a file.
 func (s *statements) renderData(name string, d stmtData) string {
-	q, err := s.files.Render(name, d)
+	files := s.files
+	if m, ok := strings.CutPrefix(name, "move/"); ok {
+		files, name = s.move, m
+	}
+	q, err := files.Render(name, d)
 	if err != nil {
 		panic(fmt.Sprintf("dbq: mysql: %v", err))
 	}
