@@ -40,6 +40,7 @@ const (
 	sqlServer           = "server"
 	sqlServerWsrep      = "server_wsrep"
 	sqlSession          = "session"
+	sqlConnectionID     = "connection_id"
 
 	sqlEnqueueUnique       = "enqueue_unique"
 	sqlJobs                = "jobs"
