@@ -1,7 +1,9 @@
 package mysql
 
 import (
+	"cmp"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -10,15 +12,18 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 )
 
-// driverConfig parses either DSN form and sets the dialect's options.
+// driverConfig parses a DSN in either form Open takes — the CLI's
+// mysql://user:pass@host:3306/db?params or the driver's own
+// user:pass@tcp(host:3306)/db?params — once, and sets the dialect's
+// options. Its errors wrap queue.ErrInvalidConfig and never hold the
+// password.
 func driverConfig(dsn string) (*mysqldrv.Config, error) {
 	form := dsn
 	if strings.HasPrefix(strings.ToLower(dsn), "mysql://") {
-		p, err := dialect.ParseDSN(dsn)
-		if err != nil {
+		var err error
+		if form, err = driverDSN(dsn); err != nil {
 			return nil, err
 		}
-		form = p.Driver
 	}
 	mc, err := mysqldrv.ParseDSN(form)
 	if err != nil {
@@ -33,4 +38,31 @@ func driverConfig(dsn string) (*mysqldrv.Config, error) {
 		mc.Params = map[string]string{}
 	}
 	return mc, nil
+}
+
+// driverDSN turns mysql://user:pass@host:port/db?opts into the
+// go-sql-driver/mysql form user:pass@tcp(host:port)/db?opts. The host
+// defaults to 127.0.0.1, the port to 3306.
+func driverDSN(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: mysql: bad DSN %q", queue.ErrInvalidConfig, dialect.Redact(s))
+	}
+	user := ""
+	if u.User != nil {
+		user = u.User.Username()
+		if p, ok := u.User.Password(); ok {
+			user += ":" + p
+		}
+		user += "@"
+	}
+	host := cmp.Or(u.Host, "127.0.0.1")
+	if u.Port() == "" {
+		host += ":3306"
+	}
+	query := ""
+	if u.RawQuery != "" {
+		query = "?" + u.RawQuery
+	}
+	return user + "tcp(" + host + ")/" + strings.TrimPrefix(u.Path, "/") + query, nil
 }
