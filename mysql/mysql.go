@@ -33,7 +33,7 @@ type Config struct {
 	queue.Config
 
 	// Replica, when set, serves the candidate select of every claim (step 1
-	// of the seed, the only step that takes no lock). A lagging replica only
+	// of the claim, the only step that takes no lock). A lagging replica only
 	// proposes stale candidates, which the locking step on the primary
 	// re-checks and skips; it never makes a claim wrong. Default: none, the
 	// primary serves it. The caller owns and closes it.
@@ -45,7 +45,7 @@ type Config struct {
 	// consecutive candidates picked at random. A claimer starts at a
 	// spread of 1 (exact claim order) and widens it while other claimers
 	// take the rows it picked. 1 turns spreading off: every claimer then
-	// reads the same first n candidates, the seed taken literally, which
+	// reads the same first n candidates, the original loop taken literally, which
 	// collapses beyond a few claimers. Default 32.
 	MaxSpread int
 
