@@ -18,12 +18,9 @@ import (
 // options. Its errors wrap queue.ErrInvalidConfig and never hold the
 // password.
 func driverConfig(dsn string) (*mysqldrv.Config, error) {
-	form := dsn
-	if strings.HasPrefix(strings.ToLower(dsn), "mysql://") {
-		var err error
-		if form, err = driverDSN(dsn); err != nil {
-			return nil, err
-		}
+	form, err := driverForm(dsn)
+	if err != nil {
+		return nil, err
 	}
 	mc, err := mysqldrv.ParseDSN(form)
 	if err != nil {
@@ -40,10 +37,14 @@ func driverConfig(dsn string) (*mysqldrv.Config, error) {
 	return mc, nil
 }
 
-// driverDSN turns mysql://user:pass@host:port/db?opts into the
-// go-sql-driver/mysql form user:pass@tcp(host:port)/db?opts. The host
-// defaults to 127.0.0.1, the port to 3306.
-func driverDSN(s string) (string, error) {
+// driverForm returns s in the go-sql-driver/mysql form: a
+// mysql://user:pass@host:port/db?opts URL becomes
+// user:pass@tcp(host:port)/db?opts, the host 127.0.0.1 and the port 3306
+// by default; anything else is taken to be in that form already.
+func driverForm(s string) (string, error) {
+	if !strings.HasPrefix(strings.ToLower(s), "mysql://") {
+		return s, nil
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return "", fmt.Errorf("%w: mysql: bad DSN %q", queue.ErrInvalidConfig, dialect.Redact(s))

@@ -12,9 +12,9 @@ import (
 
 // These tests need no server.
 
-// The mysql:// URL becomes the driver's own form; the cases are those
-// dialect.ParseDSN had for it.
-func TestDriverDSN(t *testing.T) {
+// The mysql:// URL becomes the driver's own form, which stays as it is;
+// the cases are those dialect.ParseDSN had for MySQL.
+func TestDriverForm(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"mysql://root@127.0.0.1:3306/test", "root@tcp(127.0.0.1:3306)/test"},
 		{"mysql://u:p%40ss@db/app?parseTime=true", "u:p@ss@tcp(db:3306)/app?parseTime=true"},
@@ -23,10 +23,15 @@ func TestDriverDSN(t *testing.T) {
 		{"mysql://[::1]/db", "tcp([::1]:3306)/db"},
 		{"mysql://u:@h/db", "u:@tcp(h:3306)/db"},
 		{"MYSQL://u@db/app", "u@tcp(db:3306)/app"},
+		{"root@tcp(127.0.0.1:3306)/test", "root@tcp(127.0.0.1:3306)/test"},
+		{"app:p@ss:w/rd@tcp(db:3306)/jobs?parseTime=true", "app:p@ss:w/rd@tcp(db:3306)/jobs?parseTime=true"},
+		{"root@/test", "root@/test"},
+		{"root@unix(/run/mysqld/mysqld.sock)/test", "root@unix(/run/mysqld/mysqld.sock)/test"},
+		{"tcp(localhost:3306)/test", "tcp(localhost:3306)/test"},
 	} {
-		got, err := driverDSN(c.in)
+		got, err := driverForm(c.in)
 		if err != nil || got != c.want {
-			t.Errorf("driverDSN(%q) = %q, %v; want %q", c.in, got, err, c.want)
+			t.Errorf("driverForm(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
 }

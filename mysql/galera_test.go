@@ -89,11 +89,11 @@ var (
 )
 
 func openNode(dsn string) (galeraNode, error) {
-	p, err := dialect.ParseDSN(dsn)
+	form, err := driverForm(dsn)
 	if err != nil {
 		return galeraNode{}, err
 	}
-	mc, err := mysqldrv.ParseDSN(p.Driver)
+	mc, err := mysqldrv.ParseDSN(form)
 	if err != nil {
 		return galeraNode{}, err
 	}
