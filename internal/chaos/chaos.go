@@ -18,10 +18,7 @@ import (
 
 	"github.com/dbqueue/dbq"
 	"github.com/dbqueue/dbq/dialect"
-	"github.com/dbqueue/dbq/mysql"
-	"github.com/dbqueue/dbq/postgres"
 	"github.com/dbqueue/dbq/queue"
-	"github.com/dbqueue/dbq/sqlite"
 )
 
 // QueueName is the queue the harness fills and its workers drain.
@@ -238,7 +235,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	defer cancel()
 	h := &harness{
 		cfg:   cfg,
-		d:     dsn.Dialect,
+		d:     d,
 		names: dialect.Names{Prefix: cfg.Prefix},
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		start: time.Now(),
@@ -252,7 +249,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	defer h.db.Close()
 	if err := h.db.PingContext(ctx); err != nil {
-		return nil, fmt.Errorf("chaos: connect to %s: %w", dsn, err)
+		return nil, fmt.Errorf("chaos: connect to %s: %w", dialect.Redact(cfg.DSN), err)
 	}
 	teardown, err := h.setup(ctx)
 	if err != nil {
