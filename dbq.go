@@ -12,7 +12,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/migrations"
@@ -35,59 +34,88 @@ type Options struct {
 	Strategy string
 }
 
+// opener is one dialect's constructors: the table Open and OpenDB read.
+type opener struct {
+	open   func(ctx context.Context, dsn string, cfg queue.Config, strategy string) (*queue.Queue, error)
+	openDB func(dsn string) (*sql.DB, error)
+}
+
+var openers = map[dialect.Name]opener{
+	dialect.Postgres: {
+		open: func(ctx context.Context, dsn string, cfg queue.Config, strategy string) (*queue.Queue, error) {
+			s, err := postgres.ParseStrategy(strategy)
+			if err != nil {
+				return nil, err
+			}
+			return postgres.Open(ctx, dsn, postgres.Config{Config: cfg, Strategy: s})
+		},
+		openDB: postgres.OpenDB,
+	},
+	dialect.MySQL: {
+		open: func(ctx context.Context, dsn string, cfg queue.Config, strategy string) (*queue.Queue, error) {
+			if err := oneStrategy(dialect.MySQL, strategy); err != nil {
+				return nil, err
+			}
+			return mysql.Open(ctx, dsn, mysql.Config{Config: cfg})
+		},
+		openDB: mysql.OpenDB,
+	},
+	dialect.MSSQL: {
+		open: func(ctx context.Context, dsn string, cfg queue.Config, strategy string) (*queue.Queue, error) {
+			s, err := mssql.ParseStrategy(strategy)
+			if err != nil {
+				return nil, err
+			}
+			return mssql.Open(ctx, dsn, mssql.Config{Config: cfg, Strategy: s})
+		},
+		openDB: mssql.OpenDB,
+	},
+	dialect.SQLite: {
+		open: func(ctx context.Context, dsn string, cfg queue.Config, strategy string) (*queue.Queue, error) {
+			if err := oneStrategy(dialect.SQLite, strategy); err != nil {
+				return nil, err
+			}
+			return sqlite.Open(ctx, dsn, sqlite.Config{Config: cfg})
+		},
+		openDB: sqlite.OpenDB,
+	},
+}
+
+// oneStrategy refuses a strategy name for a dialect with one claimer.
+func oneStrategy(d dialect.Name, strategy string) error {
+	if strategy == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s has no claim strategy %q: it has one", queue.ErrInvalidConfig, d, strategy)
+}
+
+// pick finds the dialect of dsn and its constructors.
+func pick(dsn string) (dialect.Name, opener, error) {
+	d, err := dialect.ParseDSN(dsn)
+	if err != nil {
+		return "", opener{}, err
+	}
+	o, ok := openers[d]
+	if !ok {
+		return "", opener{}, fmt.Errorf("%w: %s", dialect.ErrUnknownScheme, d)
+	}
+	return d, o, nil
+}
+
 // Open opens the queue in the database dsn names. Close the Queue when done;
 // it closes the connections Open made.
 func Open(ctx context.Context, dsn string, opts Options) (*queue.Queue, error) {
-	d, err := dialect.ParseDSN(dsn)
+	_, o, err := pick(dsn)
 	if err != nil {
 		return nil, err
 	}
-	strategy := strings.ReplaceAll(strings.ToLower(opts.Strategy), "-", "")
-	bad := func(want string) error {
-		return fmt.Errorf("%w: %s has no claim strategy %q (want %s)", queue.ErrInvalidConfig, d.Dialect, opts.Strategy, want)
-	}
-	switch d.Dialect {
-	case dialect.Postgres:
-		cfg := postgres.Config{Config: opts.Config}
-		switch strategy {
-		case "", "advisory":
-		case "skiplocked":
-			cfg.Strategy = postgres.SkipLocked
-		default:
-			return nil, bad("advisory or skiplocked")
-		}
-		return postgres.Open(ctx, d.Driver, cfg)
-	case dialect.MySQL:
-		if strategy != "" {
-			return nil, bad("none: it has one")
-		}
-		return mysql.Open(ctx, dsn, mysql.Config{Config: opts.Config})
-	case dialect.MSSQL:
-		cfg := mssql.Config{Config: opts.Config}
-		switch strategy {
-		case "", "deletetop":
-		case "updlock":
-			cfg.Strategy = mssql.UpdLock
-		default:
-			return nil, bad("deletetop or updlock")
-		}
-		return mssql.Open(ctx, d.Driver, cfg)
-	case dialect.SQLite:
-		if strategy != "" {
-			return nil, bad("none: it has one")
-		}
-		return sqlite.Open(ctx, d.Driver, sqlite.Config{Config: opts.Config})
-	}
-	return nil, fmt.Errorf("%w: %s", dialect.ErrUnknownScheme, d)
+	return o.open(ctx, dsn, opts.Config, opts.Strategy)
 }
 
 // Migrator returns the goose provider for the job schema in the database dsn
 // names, with the tables cfg names, and the *sql.DB it opened for it; close
 // that when done. Migrating needs DDL rights.
 func Migrator(ctx context.Context, dsn string, cfg queue.Config) (*goose.Provider, *sql.DB, error) {
-	if _, err := dialect.ParseDSN(dsn); err != nil {
-		return nil, nil, err
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -106,29 +134,17 @@ func Migrator(ctx context.Context, dsn string, cfg queue.Config) (*goose.Provide
 // OpenDB opens a *sql.DB on the database dsn names, through the driver dbq
 // uses for its dialect, and checks that it answers. Close it when done.
 func OpenDB(ctx context.Context, dsn string) (*sql.DB, dialect.Name, error) {
-	d, err := dialect.ParseDSN(dsn)
+	d, o, err := pick(dsn)
 	if err != nil {
 		return nil, "", err
 	}
-	var db *sql.DB
-	switch d.Dialect {
-	case dialect.Postgres:
-		db, err = postgres.OpenDB(d.Driver)
-	case dialect.MySQL:
-		db, err = mysql.OpenDB(dsn)
-	case dialect.MSSQL:
-		db, err = mssql.OpenDB(d.Driver)
-	case dialect.SQLite:
-		db, err = sqlite.OpenDB(d.Driver)
-	default:
-		err = fmt.Errorf("%w: %s", dialect.ErrUnknownScheme, d)
-	}
+	db, err := o.openDB(dsn)
 	if err != nil {
 		return nil, "", err
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, "", fmt.Errorf("dbq: connect to %s: %w", d, err)
+		return nil, "", fmt.Errorf("dbq: connect to %s: %w", dialect.Redact(dsn), err)
 	}
-	return db, d.Dialect, nil
+	return db, d, nil
 }

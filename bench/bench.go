@@ -173,7 +173,7 @@ func New(dsn string, cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{dsn: dsn, d: d.Dialect, cfg: cfg.withDefaults(d.Dialect)}, nil
+	return &Runner{dsn: dsn, d: d, cfg: cfg.withDefaults(d)}, nil
 }
 
 // Run measures every configured section and returns the rows. A cell that

@@ -11,60 +11,40 @@ import (
 // ErrUnknownScheme is returned for a DSN whose scheme names no dialect.
 var ErrUnknownScheme = errors.New("dbq: unknown DSN scheme (want postgres://, mysql://, sqlserver://, sqlite:, or a driver's own form: user:pass@tcp(host:3306)/db, host=... dbname=..., server=...;user id=...)")
 
-// DSN is a data source name split into its dialect and the form that
-// dialect's driver accepts.
-type DSN struct {
-	Dialect Name
-	// Driver is the connection string in the driver's own form: a
-	// postgres:// URL for pgx, user:pass@tcp(host:port)/db for
-	// go-sql-driver/mysql, a sqlserver:// URL for go-mssqldb, a file name
-	// (with query parameters) for SQLite.
-	Driver string
-}
-
-// String returns the DSN with any password replaced.
-func (d DSN) String() string { return Redact(d.Driver) }
-
-// ParseDSN parses a DSN and picks its dialect. It takes the URL forms —
-// postgres:// or postgresql://, mysql://, sqlserver://, and sqlite: (as
-// sqlite:path, sqlite://path or sqlite:///abs/path) — and each driver's
-// native form:
+// ParseDSN picks the dialect a DSN is for. It knows the URL forms —
+// postgres:// or postgresql://, mysql://, sqlserver:// (and go-mssqldb's
+// odbc:), and sqlite: (sqlite:path, sqlite://path, sqlite:///abs/path,
+// sqlite3:, file:) — and each driver's native form:
 //   - go-sql-driver/mysql: user:pass@tcp(host:port)/db?opts, user@/db,
 //     user@unix(/path)/db;
 //   - libpq key=value (PostgreSQL): host=h port=5432 user=u dbname=d …,
 //     recognised by a libpq connection key (host, hostaddr, port, dbname,
 //     user, password, sslmode, service);
 //   - SQL Server ADO (server=h;user id=u;password=p;database=d, recognised
-//     by a server, data source or address key) and go-mssqldb's odbc: form.
+//     by a server, data source or address key).
 //
-// The error never holds the password.
-func ParseDSN(s string) (DSN, error) {
+// Only the dialect is decided here: each dialect package reads the rest of
+// the DSN itself (its Open and OpenDB take every form above for it). The
+// error never holds the password.
+func ParseDSN(s string) (Name, error) {
 	if d, ok := nativeDSN(s); ok {
 		return d, nil
 	}
-	scheme, rest, ok := strings.Cut(s, ":")
+	scheme, _, ok := strings.Cut(s, ":")
 	if !ok {
-		return DSN{}, fmt.Errorf("%w: %q", ErrUnknownScheme, redactUnknown(s))
+		return "", fmt.Errorf("%w: %q", ErrUnknownScheme, redactUnknown(s))
 	}
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
-		return DSN{Dialect: Postgres, Driver: s}, nil
+		return Postgres, nil
 	case "sqlserver", "odbc":
-		return DSN{Dialect: MSSQL, Driver: s}, nil
+		return MSSQL, nil
 	case "mysql":
-		drv, err := mysqlDriverDSN(s)
-		if err != nil {
-			return DSN{}, err
-		}
-		return DSN{Dialect: MySQL, Driver: drv}, nil
+		return MySQL, nil
 	case "sqlite", "sqlite3", "file":
-		path := strings.TrimPrefix(rest, "//")
-		if path == "" {
-			return DSN{}, fmt.Errorf("dbq: sqlite DSN %q names no file", s)
-		}
-		return DSN{Dialect: SQLite, Driver: path}, nil
+		return SQLite, nil
 	}
-	return DSN{}, fmt.Errorf("%w: %q", ErrUnknownScheme, redactUnknown(s))
+	return "", fmt.Errorf("%w: %q", ErrUnknownScheme, redactUnknown(s))
 }
 
 // redactUnknown is Redact for a string in no form dbq knows: where Redact
@@ -88,29 +68,29 @@ func redactUnknown(s string) string {
 // nativeDSN recognises a driver's own DSN form. A string that starts with
 // a scheme dbq knows is that scheme's; one that starts with key= is libpq's
 // or ADO's (no MySQL user name holds a '='), whatever its password holds.
-func nativeDSN(s string) (DSN, bool) {
+func nativeDSN(s string) (Name, bool) {
 	scheme, _, _ := strings.Cut(s, ":")
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql", "mysql", "sqlserver", "sqlite", "sqlite3", "file", "odbc":
 		if schemeRe.MatchString(s) || strings.EqualFold(scheme, "odbc") || strings.HasPrefix(strings.ToLower(s), "sqlite") {
-			return DSN{}, false
+			return "", false
 		}
 	}
 	if !keyFirstRe.MatchString(s) && isMySQLDriverForm(s) {
-		return DSN{Dialect: MySQL, Driver: s}, true
+		return MySQL, true
 	}
 	// A password may hold a ';' or a space, so a string can read both as
 	// libpq's and as ADO's; libpq's strings start with one of its own keys.
 	libpq, first := isLibpq(s)
 	switch {
 	case libpq && first != "password" && first != "port":
-		return DSN{Dialect: Postgres, Driver: s}, true
+		return Postgres, true
 	case isADO(s):
-		return DSN{Dialect: MSSQL, Driver: s}, true
+		return MSSQL, true
 	case libpq:
-		return DSN{Dialect: Postgres, Driver: s}, true
+		return Postgres, true
 	}
-	return DSN{}, false
+	return "", false
 }
 
 // mysqlNetRe is what go-sql-driver/mysql's form holds between the '@' and
@@ -192,36 +172,6 @@ func isADO(s string) bool {
 	return server
 }
 
-// mysqlDriverDSN turns mysql://user:pass@host:port/db?opts into the
-// go-sql-driver/mysql form user:pass@tcp(host:port)/db?opts.
-func mysqlDriverDSN(s string) (string, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "", fmt.Errorf("dbq: bad mysql DSN %q", Redact(s))
-	}
-	var b strings.Builder
-	if u.User != nil {
-		b.WriteString(u.User.Username())
-		if p, ok := u.User.Password(); ok {
-			b.WriteByte(':')
-			b.WriteString(p)
-		}
-		b.WriteByte('@')
-	}
-	host := u.Host
-	if host == "" {
-		host = "127.0.0.1:3306"
-	} else if u.Port() == "" {
-		host += ":3306"
-	}
-	b.WriteString("tcp(" + host + ")/")
-	b.WriteString(strings.TrimPrefix(u.Path, "/"))
-	if u.RawQuery != "" {
-		b.WriteString("?" + u.RawQuery)
-	}
-	return b.String(), nil
-}
-
 // mask replaces a password.
 const mask = "xxxxx"
 
@@ -246,8 +196,35 @@ var (
 //     (ends at a ';' outside double quotes) and in go-mssqldb's odbc: form
 //     ({braced} with }}).
 //
-// A string that parses as a URL with user info is read as a URL.
+// A string that parses as a URL with user info is read as a URL. Where s
+// is none of these forms, a URL quoted inside it (a driver's error that
+// quotes the DSN: parse "sqlserver://u:p@h": …) is masked as a URL that
+// runs to the end of s.
 func Redact(s string) string {
+	if out := redact(s); out != s {
+		return out
+	}
+	return redactQuotedURL(s)
+}
+
+// quotedURLRe is the start of a URL inside a longer text: a scheme and its
+// "//" after a quote, white space or an opening bracket.
+var quotedURLRe = regexp.MustCompile(`["'\s(<\[][A-Za-z][A-Za-z0-9+.-]*://`)
+
+// redactQuotedURL masks the password of the first URL inside s that has
+// one, reading it to the end of s.
+func redactQuotedURL(s string) string {
+	for _, m := range quotedURLRe.FindAllStringIndex(s, -1) {
+		i := m[0] + 1
+		if out := redact(s[i:]); out != s[i:] {
+			return s[:i] + out
+		}
+	}
+	return s
+}
+
+// redact is Redact for a string that is one of the forms.
+func redact(s string) string {
 	if strings.HasPrefix(s, "odbc:") {
 		out, _, _ := redactUserinfo(redactKeys(s), false)
 		return out

@@ -121,17 +121,10 @@ func FuzzRedactForms(f *testing.F) {
 				t.Errorf("%s: Redact(%q)\n = %q\nbut with password %q it is %q: the output depends on the password",
 					form.name, dsn, got, refPassword, want)
 			}
-			d, err := dialect.ParseDSN(dsn)
-			dr, errRef := dialect.ParseDSN(ref)
-			switch {
-			case err != nil && errRef != nil:
-				if err.Error() != errRef.Error() {
-					t.Errorf("%s: ParseDSN(%q) error %q depends on the password (with %q: %q)", form.name, dsn, err, refPassword, errRef)
-				}
-			case err == nil && errRef == nil:
-				if d.String() != dr.String() {
-					t.Errorf("%s: ParseDSN(%q).String() = %q depends on the password (with %q: %q)", form.name, dsn, d, refPassword, dr)
-				}
+			_, err := dialect.ParseDSN(dsn)
+			_, errRef := dialect.ParseDSN(ref)
+			if err != nil && errRef != nil && err.Error() != errRef.Error() {
+				t.Errorf("%s: ParseDSN(%q) error %q depends on the password (with %q: %q)", form.name, dsn, err, refPassword, errRef)
 			}
 			if err != nil && leaks(err.Error(), parseErr, dsn, pw) {
 				t.Errorf("%s: ParseDSN(%q) error holds the password: %v", form.name, dsn, err)
@@ -162,25 +155,13 @@ func FuzzRedactDriverOracle(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		red := dialect.Redact(s)
-		d, err := dialect.ParseDSN(s)
+		_, err := dialect.ParseDSN(s)
 		for oracle, pw := range passwordsIn(s) {
 			if leaks(red, dialect.Redact, s, pw) {
 				t.Errorf("Redact(%q) = %q keeps the password %q that %s reads", s, red, pw, oracle)
 			}
 			if err != nil && leaks(err.Error(), parseErr, s, pw) {
 				t.Errorf("ParseDSN(%q) error %q holds the password %q that %s reads", s, err, pw, oracle)
-			}
-			// A sqlite: DSN names a file; what another driver would read
-			// from it is no password.
-			if err == nil && d.Dialect != dialect.SQLite && oracle == "net/url" && leaks(d.String(), parsed, s, pw) {
-				t.Errorf("ParseDSN(%q).String() = %q holds the password %q that %s reads", s, d, pw, oracle)
-			}
-		}
-		if err == nil {
-			for oracle, pw := range passwordsIn(d.Driver) {
-				if leaks(d.String(), dialect.Redact, d.Driver, pw) {
-					t.Errorf("ParseDSN(%q).String() = %q holds the password %q that %s reads from the driver form %q", s, d, pw, oracle, d.Driver)
-				}
 			}
 		}
 		if err != nil && !errors.Is(err, dialect.ErrUnknownScheme) && !strings.HasPrefix(err.Error(), "dbq:") {
@@ -239,14 +220,6 @@ func parseErr(s string) string {
 		return ""
 	}
 	return err.Error()
-}
-
-func parsed(s string) string {
-	d, err := dialect.ParseDSN(s)
-	if err != nil {
-		return ""
-	}
-	return d.String()
 }
 
 // FuzzValidateQueueTyped: every queue name is accepted or refused with
@@ -392,20 +365,23 @@ func FuzzParseDSNDetectsForms(f *testing.F) {
 				t.Errorf("%s: ParseDSN(%q): %v", form.name, dsn, err)
 				continue
 			}
-			if d.Dialect != want {
-				t.Errorf("%s: ParseDSN(%q) picked %s, want %s", form.name, dsn, d.Dialect, want)
+			if d != want {
+				t.Errorf("%s: ParseDSN(%q) picked %s, want %s", form.name, dsn, d, want)
 				continue
 			}
-			switch want {
-			case dialect.MySQL:
-				_, err = mysqldrv.ParseDSN(d.Driver)
-			case dialect.Postgres:
-				_, err = pgconn.ParseConfig(d.Driver)
-			case dialect.MSSQL:
-				_, err = msdsn.Parse(d.Driver)
+			// The dialect's driver reads its own forms as they are (the
+			// mysql dialect turns a mysql:// URL into its driver's form:
+			// tested there).
+			switch {
+			case want == dialect.MySQL && !strings.HasPrefix(dsn, "mysql:"):
+				_, err = mysqldrv.ParseDSN(dsn)
+			case want == dialect.Postgres:
+				_, err = pgconn.ParseConfig(dsn)
+			case want == dialect.MSSQL:
+				_, err = msdsn.Parse(dsn)
 			}
 			if err != nil && form.name != "url as typed" { // pgx wants a URL escaped
-				t.Errorf("%s: the %s driver refuses ParseDSN(%q).Driver = %q: %v", form.name, want, dsn, d.Driver, err)
+				t.Errorf("%s: the %s driver refuses %q: %v", form.name, want, dsn, err)
 			}
 		}
 	})

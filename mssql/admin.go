@@ -66,12 +66,12 @@ func (d *Driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (i
 		if tx == nil {
 			return 0, false, fmt.Errorf("%w: nil *sql.Tx", queue.ErrUnsupportedTx)
 		}
-		if _, err := tx.ExecContext(ctx, d.sql[sqlSavepoint]); err != nil {
+		if _, err := tx.ExecContext(ctx, d.sql.text(sqlSavepoint)); err != nil {
 			return 0, false, classify("enqueue unique", d.dedupe, err)
 		}
 		r, err := d.enqueueUnique(ctx, tx, job)
 		if err != nil {
-			_, _ = tx.ExecContext(context.WithoutCancel(ctx), d.sql[sqlRollbackSavepoint])
+			_, _ = tx.ExecContext(context.WithoutCancel(ctx), d.sql.text(sqlRollbackSavepoint))
 			return 0, false, classify("enqueue unique", d.dedupe, err)
 		}
 		return r.id, r.existed, nil
@@ -92,7 +92,7 @@ func (d *Driver) enqueueUnique(ctx context.Context, tx *sql.Tx, j queue.NewJob) 
 	}
 	s, ms := splitDuration(j.Delay)
 	var r unique
-	err := tx.QueryRowContext(ctx, d.sql[sqlEnqueueUnique],
+	err := tx.QueryRowContext(ctx, d.sql.text(sqlEnqueueUnique),
 		sql.Named("queue", mssqldb.VarChar(j.Queue)), sql.Named("payload", payload),
 		sql.Named("priority", j.Priority),
 		sql.Named("run_at", sql.NullTime{Time: j.RunAt.UTC(), Valid: !j.RunAt.IsZero()}),
@@ -119,7 +119,7 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 	if limit <= 0 {
 		limit = queue.DefaultListLimit
 	}
-	rows, err := d.db.QueryContext(ctx, d.sql[sqlJobs],
+	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlJobs),
 		sql.Named("limit", int32(min(limit, queue.MaxListLimit))), sql.Named("after", f.AfterID),
 		sql.Named("queue", mssqldb.VarChar(f.Queue)), sql.Named("state", mssqldb.VarChar(string(f.State))))
 	if err != nil {
@@ -209,7 +209,7 @@ func (d *Driver) RetryDead(ctx context.Context, queueName string, ids []int64) (
 	}
 	for {
 		got, _, err := retryConflicts(ctx, d.cfg.ClaimAttempts, d.pause, func(ctx context.Context) ([]int64, error) {
-			return dialect.QueryIDs(ctx, d.db, d.sql[sqlRetryDeadAll], q, sql.Named("batch", int32(retryDeadBatch)))
+			return dialect.QueryIDs(ctx, d.db, d.sql.text(sqlRetryDeadAll), q, sql.Named("batch", int32(retryDeadBatch)))
 		})
 		if err != nil {
 			return sortIDs(out), classify("retry dead", d.dedupe, err)
@@ -229,7 +229,10 @@ func (d *Driver) idStatement(ctx context.Context, op, name string, ids []int64, 
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	stmt := withRows(d.sql[name], len(ids), "i")
+	stmt, err := d.sql.rows(name, len(ids))
+	if err != nil {
+		return nil, err
+	}
 	args := append(make([]any, 0, len(ids)+len(shared)), shared...)
 	for k, id := range ids {
 		args = append(args, named("i", k, id))
@@ -255,7 +258,7 @@ func (d *Driver) SetPaused(ctx context.Context, queueName string, paused bool) e
 		return err
 	}
 	_, _, err := retryConflicts(ctx, d.cfg.ClaimAttempts, d.pause, func(ctx context.Context) (sql.Result, error) {
-		return d.db.ExecContext(ctx, d.sql[sqlSetPaused],
+		return d.db.ExecContext(ctx, d.sql.text(sqlSetPaused),
 			sql.Named("queue", mssqldb.VarChar(queueName)), sql.Named("paused", paused))
 	})
 	if err != nil {
@@ -269,7 +272,7 @@ func (d *Driver) Paused(ctx context.Context) ([]string, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	rows, err := d.db.QueryContext(ctx, d.sql[sqlPaused])
+	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlPaused))
 	if err != nil {
 		return nil, classify("paused", d.dedupe, err)
 	}
@@ -306,4 +309,29 @@ func distinctIDs(ids []int64) []int64 {
 func sortIDs(ids []int64) []int64 {
 	slices.Sort(ids)
 	return ids
+}
+
+// Stats counts the jobs of every queue, ordered by queue name, and says
+// which are paused. Held jobs are those in jobs_inflight, where both
+// strategies put the jobs they claim.
+func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
+	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlStats))
+	if err != nil {
+		return nil, classify("stats", d.dedupe, err)
+	}
+	defer rows.Close()
+	var out []queue.QueueStats
+	for rows.Next() {
+		var s queue.QueueStats
+		var ageMicros int64
+		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused); err != nil {
+			return nil, classify("stats", d.dedupe, err)
+		}
+		s.OldestReadyAge = float64(ageMicros) / 1e6
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("stats", d.dedupe, err)
+	}
+	return out, nil
 }

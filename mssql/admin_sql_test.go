@@ -343,7 +343,7 @@ func TestCheckerRejectsAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := func(name string) string { return exampleRows(name, stmts[name], 2) }
+	base := func(name string) string { return exampleRows(stmts, name, 2) }
 	edit := func(name, old, new string) string {
 		t.Helper()
 		if !strings.Contains(base(name), old) {

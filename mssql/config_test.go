@@ -138,17 +138,19 @@ func TestStatsScan(t *testing.T) {
 	}
 }
 
-func TestScrub(t *testing.T) {
+// An error whose text quotes the DSN loses the password; one without a
+// password is returned as it is.
+func TestRedactErr(t *testing.T) {
 	for _, dsn := range []string{"sqlserver://sa:pa ss@h:1433", "sqlserver://sa:Secret-1@h:1433?database=x"} {
 		pw := strings.TrimPrefix(dsn[:strings.Index(dsn, "@")], "sqlserver://sa:")
-		err := scrub(fmt.Errorf("parse %q: invalid", dsn), dsn)
+		err := redactErr(fmt.Errorf("parse %q: invalid", dsn))
 		if strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "xxxxx") {
-			t.Errorf("scrub: %v", err)
+			t.Errorf("redactErr: %v", err)
 		}
 	}
 	plain := errors.New("connection refused")
-	if scrub(plain, "sqlserver://sa:pw@h") != plain {
-		t.Error("scrub changed an error without the password")
+	if redactErr(plain) != plain {
+		t.Error("redactErr changed an error without the password")
 	}
 }
 

@@ -1,6 +1,17 @@
 // Package mssql is the SQL Server dialect of dbq, on
 // github.com/microsoft/go-mssqldb. [New] takes the caller's *sql.DB,
-// [Open] a sqlserver:// DSN; [Migrate] creates the tables.
+// [Open] a DSN in any form go-mssqldb reads (a sqlserver:// URL, an ADO
+// string, odbc:); [Migrate] creates the tables.
+//
+// # Files
+//
+// Each step has the file it has in the other dialects: mssql.go (Config,
+// New, Open, Migrate, Driver), dsn.go (reading a DSN), enqueue.go,
+// claim.go (both strategies: they differ only in their statement),
+// rescue.go, admin.go, schedule.go, move.go, errors.go (error numbers,
+// classification, the retry of lock conflicts) and sql.go (the statement
+// table). Every statement is a file in sql/, package move's in sql/move/,
+// rendered by dialect.LoadSQL.
 //
 // # Tables
 //
@@ -48,7 +59,7 @@
 // DELETE names its target in FROM so that it may carry FORCESEEK: it finds
 // the picked rows through the unique index on id and touches no other row,
 // where a scan — the optimizer's choice for a small table — would meet
-// every row locked by anyone. The seed's form, DELETE TOP (n) jobs
+// every row locked by anyone. The plain form, DELETE TOP (n) jobs
 // WITH (NOWAIT), allows no FORCESEEK on its target.
 //
 // When a picked row is locked all the same, NOWAIT fails the statement at
@@ -68,7 +79,7 @@
 //
 // # Crash safety
 //
-// The seed's DELETE would lose a job whose worker died after the delete.
+// A plain DELETE would lose a job whose worker died after the delete.
 // Here the same statement writes the deleted row into jobs_inflight with a
 // random token and claimed_until = now + [queue.Config.Lease], on the
 // database clock, so the move is atomic and the job is never only in a

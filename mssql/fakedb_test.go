@@ -20,7 +20,7 @@ type fakeDB struct {
 	mu     sync.Mutex
 	sent   []sentStmt
 	answer func(s sentStmt) fakeAnswer
-	stmts  statements // the dialect's SQL, to name what is sent
+	stmts  *statements // the dialect's SQL, to name what is sent
 }
 
 // sentStmt is one statement as the driver received it.
@@ -88,15 +88,38 @@ func (f *fakeDB) record(s sentStmt) fakeAnswer {
 	return f.answer(s)
 }
 
-// identify names the statement text q was rendered from.
-func identify(stmts statements, q string) string {
-	for name, text := range stmts {
-		before, after, ok := strings.Cut(text, rowsMarker)
-		if !ok && q == text || ok && strings.HasPrefix(q, before) && strings.HasSuffix(q, after) {
+// identify names the statement text q was rendered from: the text itself,
+// or for a statement with VALUES rows, the text around them.
+func identify(stmts *statements, q string) string {
+	for _, name := range stmts.names() {
+		one, _ := stmts.rows(name, 1)
+		two, _ := stmts.rows(name, 2)
+		if one == two {
+			if q == one {
+				return name
+			}
+			continue
+		}
+		before, after := aroundRows(one, two)
+		if strings.HasPrefix(q, before) && strings.HasSuffix(q[len(before):], after) {
 			return name
 		}
 	}
 	return ""
+}
+
+// aroundRows returns the text one and two share before and after the place
+// where they differ: one statement rendered with one and with two rows.
+func aroundRows(one, two string) (before, after string) {
+	i := 0
+	for i < len(one) && i < len(two) && one[i] == two[i] {
+		i++
+	}
+	j := 0
+	for j < len(one)-i && j < len(two)-i && one[len(one)-1-j] == two[len(two)-1-j] {
+		j++
+	}
+	return one[:i], one[len(one)-j:]
 }
 
 type fakeConnector struct{ f *fakeDB }

@@ -3,7 +3,6 @@ package mssql
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"fmt"
 	"sync"
 	"time"
@@ -16,21 +15,6 @@ import (
 )
 
 var _ queue.Mover = (*Driver)(nil)
-
-// The statements of package move, one embedded file each in sql/move/,
-// rendered as the others are.
-const (
-	sqlMoveIdentity = "identity"
-	sqlMoveSurvey   = "survey"
-	sqlMoveExport   = "export"
-	sqlMoveDelete   = "delete"
-	sqlMoveExisting = "existing"
-	sqlMoveInsert   = "insert"
-	sqlMoveStored   = "stored"
-)
-
-//go:embed sql/move/*.sql
-var moveFiles embed.FS
 
 // maxParams is the most parameters SQL Server takes in one request.
 const maxParams = 2100
@@ -53,28 +37,6 @@ const moveInsertBytes = 32 << 20
 // is NVARCHAR(200).
 const moveKeyUnits = 200
 
-// moveStmts caches the rendered move statements per Names.
-var moveStmts sync.Map // dialect.Names → statements
-
-// moveSQL returns the rendered move statement name.
-func (d *Driver) moveSQL(name string) (string, error) {
-	n := d.cfg.Names().WithDefaults()
-	if s, ok := moveStmts.Load(n); ok {
-		return s.(statements)[name], nil
-	}
-	s, err := renderMoveStatements(n)
-	if err != nil {
-		return "", err
-	}
-	moveStmts.Store(n, s)
-	return s[name], nil
-}
-
-// renderMoveStatements renders the statements of sql/move/ for n.
-func renderMoveStatements(n dialect.Names) (statements, error) {
-	return renderFiles(moveFiles, "sql/move/*.sql", n)
-}
-
 // moveTable is the quoted, qualified jobs table.
 func (d *Driver) moveTable() string {
 	n := d.cfg.Names().WithDefaults()
@@ -86,22 +48,29 @@ func (d *Driver) Identity(ctx context.Context) (string, error) {
 	if d.closed.Load() {
 		return "", queue.ErrClosed
 	}
-	stmt, err := d.moveSQL(sqlMoveIdentity)
-	if err != nil {
-		return "", err
-	}
 	var server, db sql.NullString
-	if err := d.db.QueryRowContext(ctx, stmt).Scan(&server, &db); err != nil {
+	if err := d.db.QueryRowContext(ctx, d.move.text(sqlMoveIdentity)).Scan(&server, &db); err != nil {
 		return "", classify("identity", d.dedupe, err)
 	}
 	return "sqlserver://" + server.String + "/" + db.String + "/" + d.moveTable(), nil
 }
 
-// moveFilter renders stmt's queue list for f and returns it with the
+// filtered returns move statement name with the queue list of f and the
 // filter's parameters (@all_queues, @q<i>, @ready, @scheduled, @dead).
-func moveFilter(stmt string, f queue.ExportFilter) (string, []any, error) {
+func (d *Driver) filtered(name string, f queue.ExportFilter) (string, []any, error) {
+	n, args, err := moveFilter(f)
+	if err != nil {
+		return "", nil, err
+	}
+	stmt, err := d.move.rows(name, n)
+	return stmt, args, err
+}
+
+// moveFilter returns the number of queue rows f needs and the filter's
+// parameters.
+func moveFilter(f queue.ExportFilter) (int, []any, error) {
 	if len(f.Queues) > moveFilterQueues {
-		return "", nil, fmt.Errorf("%w: %d queues in an export filter (at most %d)", queue.ErrInvalidConfig, len(f.Queues), moveFilterQueues)
+		return 0, nil, fmt.Errorf("%w: %d queues in an export filter (at most %d)", queue.ErrInvalidConfig, len(f.Queues), moveFilterQueues)
 	}
 	qs := f.Queues
 	all := len(qs) == 0
@@ -112,14 +81,14 @@ func moveFilter(stmt string, f queue.ExportFilter) (string, []any, error) {
 	for i, q := range qs {
 		if !all {
 			if err := dialect.ValidateQueue(q); err != nil {
-				return "", nil, err
+				return 0, nil, err
 			}
 		}
 		args = append(args, named("q", i, mssqldb.VarChar(q)))
 	}
 	args = append(args, sql.Named("all_queues", bit(all)), sql.Named("ready", bit(f.Ready)),
 		sql.Named("scheduled", bit(f.Scheduled)), sql.Named("dead", bit(f.Dead)))
-	return withRows(stmt, len(qs), "q"), args, nil
+	return len(qs), args, nil
 }
 
 // Survey implements queue.Mover. MaxKeyChars counts UTF-16 code units, one
@@ -131,11 +100,7 @@ func (d *Driver) Survey(ctx context.Context, f queue.ExportFilter) (queue.Survey
 	if d.closed.Load() {
 		return s, queue.ErrClosed
 	}
-	stmt, err := d.moveSQL(sqlMoveSurvey)
-	if err != nil {
-		return s, err
-	}
-	stmt, args, err := moveFilter(stmt, f)
+	stmt, args, err := d.filtered(sqlMoveSurvey, f)
 	if err != nil {
 		return s, err
 	}
@@ -164,11 +129,7 @@ func (d *Driver) Export(ctx context.Context, f queue.ExportFilter) (queue.Export
 	if f.Limit <= 0 {
 		return nil, queue.ErrInvalidLimit
 	}
-	stmt, err := d.moveSQL(sqlMoveExport)
-	if err != nil {
-		return nil, err
-	}
-	stmt, args, err := moveFilter(stmt, f)
+	stmt, args, err := d.filtered(sqlMoveExport, f)
 	if err != nil {
 		return nil, err
 	}
@@ -257,17 +218,17 @@ func (b *exportBatch) delete(ctx context.Context, ids []int64) error {
 			return fmt.Errorf("%w: export commit: job %d is not in the batch", queue.ErrInvalidJob, id)
 		}
 	}
-	stmt, err := b.d.moveSQL(sqlMoveDelete)
-	if err != nil {
-		return err
-	}
 	for start := 0; start < len(ids); start += moveDeleteChunk {
 		chunk := ids[start:min(start+moveDeleteChunk, len(ids))]
 		args := make([]any, len(chunk))
 		for i, id := range chunk {
 			args[i] = named("i", i, id)
 		}
-		got, err := dialect.QueryIDs(ctx, b.tx, withRows(stmt, len(chunk), "i"), args...)
+		stmt, err := b.d.move.rows(sqlMoveDelete, len(chunk))
+		if err != nil {
+			return err
+		}
+		got, err := dialect.QueryIDs(ctx, b.tx, stmt, args...)
 		if err != nil {
 			return classify("export commit", b.d.dedupe, err)
 		}
@@ -380,17 +341,22 @@ func keyArgs(keys []moveKey) []any {
 	return args
 }
 
-// existingKeys locks keys in jobs_dedupe to the end of tx and returns those
-// it records.
-func (d *Driver) existingKeys(ctx context.Context, tx *sql.Tx, keys []moveKey) (map[moveKey]bool, error) {
-	stmt, err := d.moveSQL(sqlMoveExisting)
+// queryKeys runs move statement name with a VALUES row for each of keys.
+func (d *Driver) queryKeys(ctx context.Context, tx dialect.Querier, name string, keys []moveKey) (*sql.Rows, error) {
+	stmt, err := d.move.rows(name, len(keys))
 	if err != nil {
 		return nil, err
 	}
+	return tx.QueryContext(ctx, stmt, keyArgs(keys)...)
+}
+
+// existingKeys locks keys in jobs_dedupe to the end of tx and returns those
+// it records.
+func (d *Driver) existingKeys(ctx context.Context, tx *sql.Tx, keys []moveKey) (map[moveKey]bool, error) {
 	out := map[moveKey]bool{}
 	for start := 0; start < len(keys); start += moveKeyChunk {
 		chunk := keys[start:min(start+moveKeyChunk, len(keys))]
-		rows, err := tx.QueryContext(ctx, withRows(stmt, len(chunk), "q", "k"), keyArgs(chunk)...)
+		rows, err := d.queryKeys(ctx, tx, sqlMoveExisting, chunk)
 		if err != nil {
 			return nil, err
 		}
@@ -431,14 +397,10 @@ func (d *Driver) Stored(ctx context.Context, keys []queue.JobKey) ([]*queue.Job,
 
 // storedByKey reads the stored jobs with keys, in tx or on the pool.
 func (d *Driver) storedByKey(ctx context.Context, tx dialect.Querier, keys []moveKey) ([]*queue.Job, error) {
-	stmt, err := d.moveSQL(sqlMoveStored)
-	if err != nil {
-		return nil, err
-	}
 	var out []*queue.Job
 	for start := 0; start < len(keys); start += moveKeyChunk {
 		chunk := keys[start:min(start+moveKeyChunk, len(keys))]
-		rows, err := tx.QueryContext(ctx, withRows(stmt, len(chunk), "q", "k"), keyArgs(chunk)...)
+		rows, err := d.queryKeys(ctx, tx, sqlMoveStored, chunk)
 		if err != nil {
 			return nil, err
 		}
@@ -451,16 +413,9 @@ func (d *Driver) storedByKey(ctx context.Context, tx dialect.Querier, keys []mov
 	return out, nil
 }
 
-// moveInsertCols are the parameter columns of insert.sql's VALUES rows.
-var moveInsertCols = []string{"#", "q", "p", "pr", "ra", "a", "ma", "s", "e", "k", "c"}
-
 // insertMoved inserts jobs as they are, in chunks of at most
 // moveInsertChunk jobs and about moveInsertBytes, and returns their ids.
 func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) ([]int64, error) {
-	stmt, err := d.moveSQL(sqlMoveInsert)
-	if err != nil {
-		return nil, err
-	}
 	var ids []int64
 	for len(jobs) > 0 {
 		n, size := 0, 0
@@ -470,7 +425,11 @@ func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job)
 		}
 		chunk := jobs[:n]
 		jobs = jobs[n:]
-		got, err := dialect.QueryIDs(ctx, tx, withRows(stmt, len(chunk), moveInsertCols...), insertArgs(chunk)...)
+		stmt, err := d.move.rows(sqlMoveInsert, len(chunk))
+		if err != nil {
+			return nil, err
+		}
+		got, err := dialect.QueryIDs(ctx, tx, stmt, insertArgs(chunk)...)
 		if err != nil {
 			return nil, err
 		}

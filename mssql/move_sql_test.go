@@ -19,12 +19,6 @@ import (
 	"github.com/sqlc-dev/teesql/ast"
 )
 
-// moveRowCols are the VALUES columns each move statement is rendered with.
-var moveRowCols = map[string][]string{
-	sqlMoveSurvey: {"q"}, sqlMoveExport: {"q"}, sqlMoveDelete: {"i"},
-	sqlMoveExisting: {"q", "k"}, sqlMoveStored: {"q", "k"}, sqlMoveInsert: moveInsertCols,
-}
-
 // moveFilterWhere is the export filter, as conjuncts prints it.
 var moveFilterWhere = []string{
 	"((j.state = 'ready' AND j.run_at <= SYSUTCDATETIME() AND @ready = 1) OR " +
@@ -222,9 +216,9 @@ func checkMoveSQL(name, text string, args map[string]any) error {
 }
 
 // moveRender renders the move statements with testNames.
-func moveRender(t *testing.T) statements {
+func moveRender(t *testing.T) *statements {
 	t.Helper()
-	s, err := renderMoveStatements(testNames)
+	s, err := loadStatements(movePattern, testNames)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,15 +228,16 @@ func moveRender(t *testing.T) statements {
 // Every move statement file renders, parses, and passes its spec.
 func TestMoveStatementsMatchTheirSpecs(t *testing.T) {
 	stmts := moveRender(t)
-	if got, want := slices.Sorted(maps.Keys(stmts)), slices.Sorted(maps.Keys(moveSpecs)); !slices.Equal(got, want) {
+	if got, want := stmts.names(), slices.Sorted(maps.Keys(moveSpecs)); !slices.Equal(got, want) {
 		t.Fatalf("statement files %v, specs %v", got, want)
 	}
-	for name, text := range stmts {
+	for _, name := range stmts.names() {
+		text := exampleRows(stmts, name, 1)
 		if strings.Contains(text, "--") || strings.Contains(text, "dbq_jobs") || strings.Contains(text, "{{table") {
 			t.Errorf("%s: comment, default prefix or marker left in:\n%s", name, text)
 		}
 		for _, n := range []int{1, 3} {
-			if err := checkMoveSQL(name, withRows(text, n, moveRowCols[name]...), nil); err != nil {
+			if err := checkMoveSQL(name, exampleRows(stmts, name, n), nil); err != nil {
 				t.Errorf("%d rows: %v", n, err)
 			}
 		}
@@ -267,7 +262,7 @@ func TestCheckerRejectsMove(t *testing.T) {
 		{"read back without held jobs", sqlMoveStored, "    UNION ALL\n    SELECT id, queue, payload, priority, run_at, attempt, max_attempts, 'claimed', last_error, dedupe_key, created_at\n    FROM [s1].[pfx_jobs_inflight]\n", "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			text := withRows(stmts[tc.stmt], 2, moveRowCols[tc.stmt]...)
+			text := exampleRows(stmts, tc.stmt, 2)
 			if !strings.Contains(text, tc.old) {
 				t.Fatalf("%s has no %q; fix the test", tc.stmt, tc.old)
 			}
@@ -287,7 +282,7 @@ func TestCheckerRejectsMove(t *testing.T) {
 // moveFake answers the move statements as a server holding the jobs of
 // keys (queue + "/" + key → id) would.
 type moveFake struct {
-	stmts  statements
+	stmts  *statements
 	keys   map[string]int64
 	nextID int64
 }
@@ -442,7 +437,7 @@ func TestMoveStatementsSentAreChecked(t *testing.T) {
 			t.Errorf("%s: in a transaction %v, want %v", name, s.tx, inTx)
 		}
 	}
-	for name := range m.stmts {
+	for _, name := range m.stmts.names() {
 		if seen[name] == 0 {
 			t.Errorf("%s was never sent", name)
 		}
@@ -459,7 +454,7 @@ func TestMoveChunksUnderParameterLimit(t *testing.T) {
 	stmts := moveRender(t)
 	for name, n := range map[string]int{sqlMoveSurvey: moveFilterQueues, sqlMoveExport: moveFilterQueues,
 		sqlMoveDelete: moveDeleteChunk, sqlMoveExisting: moveKeyChunk, sqlMoveStored: moveKeyChunk, sqlMoveInsert: moveInsertChunk} {
-		text := withRows(stmts[name], n, moveRowCols[name]...)
+		text := exampleRows(stmts, name, n)
 		params := map[string]bool{}
 		for _, m := range paramRe.FindAllStringSubmatch(text, -1) {
 			params[m[1]] = true
@@ -477,7 +472,7 @@ func TestMoveChunksUnderParameterLimit(t *testing.T) {
 	for i := range qs {
 		qs[i] = fmt.Sprint("q", i)
 	}
-	if _, _, err := moveFilter("", queue.ExportFilter{Queues: qs}); !errors.Is(err, queue.ErrInvalidConfig) {
+	if _, _, err := moveFilter(queue.ExportFilter{Queues: qs}); !errors.Is(err, queue.ErrInvalidConfig) {
 		t.Errorf("a filter of %d queues: %v", len(qs), err)
 	}
 }

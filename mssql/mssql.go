@@ -2,18 +2,12 @@ package mssql
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
-	"net/url"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/migrations"
@@ -21,14 +15,133 @@ import (
 	mssqldb "github.com/microsoft/go-mssqldb"
 )
 
+// Strategy picks the claim statement.
+type Strategy int
+
+const (
+	// DeleteTop is the default: DELETE TOP (n) ... WITH (NOWAIT, ROWLOCK)
+	// of a random pick among the first Window ready rows (the randomized top-X pick of SQL Server archiving agents). A
+	// claimer that meets a row another claimer is taking fails at once with
+	// error 1222 and picks again.
+	DeleteTop Strategy = iota
+	// UpdLock claims the first n ready rows in claim order that no one else
+	// has locked, WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK), as
+	// Hangfire, Rebus and NServiceBus do. It is here for comparison; both are crash-safe the
+	// same way.
+	UpdLock
+)
+
+func (s Strategy) String() string {
+	switch s {
+	case DeleteTop:
+		return "deletetop"
+	case UpdLock:
+		return "updlock"
+	}
+	return fmt.Sprintf("Strategy(%d)", int(s))
+}
+
+// ParseStrategy returns the Strategy name names, as String spells it, in
+// any case and with '-' and '_' ignored: "deletetop" or "updlock"; ""
+// is DeleteTop, the default. Any other name is an error wrapping
+// queue.ErrInvalidConfig.
+func ParseStrategy(name string) (Strategy, error) {
+	switch strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name)) {
+	case "", DeleteTop.String():
+		return DeleteTop, nil
+	case UpdLock.String():
+		return UpdLock, nil
+	}
+	return DeleteTop, fmt.Errorf("%w: mssql has no claim strategy %q (want %s or %s)",
+		queue.ErrInvalidConfig, name, DeleteTop, UpdLock)
+}
+
+// Defaults and limits for [Config] fields.
+const (
+	DefaultClaimers      = 10
+	DefaultClaimAttempts = 5
+	// WindowPerClaimer is the Window per expected claimer: X ≈ 100·N.
+	WindowPerClaimer = 100
+	// MaxWindow bounds Window: every claim reads and sorts that many rows.
+	MaxWindow = 100_000
+	// MaxClaim is the most jobs one Claim takes; a larger n gets at most
+	// this many. With RescueBatch and the lease batches it keeps every
+	// statement far below the 5,000 locks at which SQL Server escalates.
+	MaxClaim = 1000
+	// RescueBatch is the most expired leases one rescue statement moves.
+	RescueBatch = 1000
+)
+
+// Config configures the SQL Server dialect. The zero value means the
+// defaults documented on each field.
+type Config struct {
+	queue.Config
+
+	// Claimers is how many claimers are expected to run at once on one
+	// queue, across all processes. It only sizes the default Window.
+	// Default 10.
+	Claimers int
+	// Window is the X of the top-X pick: a DeleteTop claim picks its jobs
+	// at random among the first Window ready jobs in claim order, so that
+	// concurrent claimers rarely pick the same row; a claim for more than
+	// Window jobs reads n rows instead. Larger means fewer collisions (error 1222) and
+	// looser order; every claim reads and sorts this many rows. Default
+	// 100 × Claimers, at most MaxWindow. Unused by UpdLock.
+	Window int
+	// Strategy picks the claim statement. Default DeleteTop.
+	Strategy Strategy
+	// ClaimAttempts bounds how often one Claim runs its statement when it
+	// meets a locked row (error 1222) or is chosen as a deadlock victim
+	// (1205), with a short random pause between runs; Complete, Retry,
+	// Release and Extend rerun a deadlock victim as often. When all fail,
+	// the error is one queue.IsRetryable reports. Default 5.
+	ClaimAttempts int
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	c.Config = c.Config.WithDefaults()
+	if c.Claimers == 0 {
+		c.Claimers = DefaultClaimers
+	}
+	if c.Window == 0 {
+		c.Window = min(WindowPerClaimer*max(c.Claimers, 1), MaxWindow)
+	}
+	if c.ClaimAttempts == 0 {
+		c.ClaimAttempts = DefaultClaimAttempts
+	}
+	return c
+}
+
+// Validate checks c after defaults. Errors wrap queue.ErrInvalidConfig or
+// queue.ErrInvalidIdentifier.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	if err := c.Config.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Claimers < 1:
+		return fmt.Errorf("%w: Claimers %d < 1", queue.ErrInvalidConfig, c.Claimers)
+	case c.Window < 1 || c.Window > MaxWindow:
+		return fmt.Errorf("%w: Window %d not in 1..%d", queue.ErrInvalidConfig, c.Window, MaxWindow)
+	case c.Strategy != DeleteTop && c.Strategy != UpdLock:
+		return fmt.Errorf("%w: unknown %v", queue.ErrInvalidConfig, c.Strategy)
+	case c.ClaimAttempts < 1 || c.ClaimAttempts > 100:
+		return fmt.Errorf("%w: ClaimAttempts %d not in 1..100", queue.ErrInvalidConfig, c.ClaimAttempts)
+	}
+	return nil
+}
+
 // Driver is the SQL Server queue.Driver. [New] and [Open] wrap one in a
 // *queue.Queue; reach it with q.Driver().(*mssql.Driver) to call [Driver.Rescue].
 type Driver struct {
 	db     *sql.DB
 	ownDB  bool
 	cfg    Config
-	sql    statements
-	dedupe string // the dedupe table's name, as it appears in error messages
+	sql    *statements // sql/*.sql
+	move   *statements // sql/move/*.sql
+	dedupe string      // the dedupe table's name, as it appears in error messages
 	pause  pauseFunc
 	// rescueLock names the application lock that lets one rescue pass at a
 	// time run over this jobs_inflight table.
@@ -56,12 +169,16 @@ func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
 	}
 	cfg = cfg.WithDefaults()
 	names := cfg.Names()
-	stmts, err := renderStatements(names)
+	stmts, err := loadStatements(sqlPattern, names)
+	if err != nil {
+		return nil, err
+	}
+	move, err := loadStatements(movePattern, names)
 	if err != nil {
 		return nil, err
 	}
 	d := &Driver{
-		db: db, ownDB: own, cfg: cfg, sql: stmts,
+		db: db, ownDB: own, cfg: cfg, sql: stmts, move: move,
 		dedupe:     names.Prefix + "jobs_dedupe",
 		pause:      jitterPause,
 		rescueLock: lockResource("rescue", names.Qualified(dialect.MSSQL, names.Prefix+"jobs_inflight")),
@@ -69,8 +186,8 @@ func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
 	return queue.New(d, cfg.Config)
 }
 
-// Open connects to the SQL Server a sqlserver:// DSN names and returns a
-// Queue over the tables cfg names; closing the Queue closes the
+// Open connects to the SQL Server dsn names, in any form [OpenDB] takes,
+// and returns a Queue over the tables cfg names; closing the Queue closes the
 // connections. Errors never hold the DSN's password.
 func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	if err := cfg.Validate(); err != nil {
@@ -84,7 +201,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	db.SetMaxIdleConns(cfg.WithDefaults().Claimers + 2)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("dbq: connect to %s: %w", dialect.Redact(dsn), scrub(err, dsn))
+		return nil, fmt.Errorf("dbq: connect to %s: %w", dialect.Redact(dsn), redactErr(err))
 	}
 	q, err := newQueue(db, true, cfg)
 	if err != nil {
@@ -94,37 +211,16 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	return q, nil
 }
 
-// OpenDB returns a *sql.DB for a sqlserver:// DSN without connecting.
+// OpenDB returns a *sql.DB for a SQL Server DSN without connecting: a
+// sqlserver:// URL, an ADO connection string that names the server
+// (server=h;user id=u;password=p;database=d) or go-mssqldb's odbc: form.
+// Errors never hold the DSN's password.
 func OpenDB(dsn string) (*sql.DB, error) {
-	d, err := dialect.ParseDSN(dsn)
+	c, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	if d.Dialect != dialect.MSSQL {
-		return nil, fmt.Errorf("%w: %s is not a sqlserver:// DSN", dialect.ErrUnknownScheme, d)
-	}
-	c, err := mssqldb.NewConnector(d.Driver)
-	if err != nil {
-		return nil, fmt.Errorf("dbq: bad sqlserver DSN %s: %w", dialect.Redact(dsn), scrub(err, dsn))
-	}
-	return sql.OpenDB(c), nil
-}
-
-var userinfoPassword = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^:@/]*:([^@]*)@`)
-
-// scrub returns err, or when its text holds the DSN's password (a URL
-// parse error quotes the whole DSN), an error with the password replaced.
-func scrub(err error, dsn string) error {
-	var pw string
-	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {
-		pw, _ = u.User.Password()
-	} else if m := userinfoPassword.FindStringSubmatch(dsn); m != nil {
-		pw = m[1]
-	}
-	if pw == "" || !strings.Contains(err.Error(), pw) {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
+	return sql.OpenDB(mssqldb.NewConnectorConfig(c)), nil
 }
 
 // Migrate creates or updates the tables cfg names in db. It needs DDL
@@ -158,187 +254,6 @@ func (d *Driver) Close() error {
 // sessions, so it shares the pool.
 func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
 	return &Claimer{d: d, held: map[int64]int64{}}, nil
-}
-
-// enqueueChunk is the most jobs one INSERT carries: 8 parameters each, under
-// SQL Server's 2,100 per request.
-const enqueueChunk = 250
-
-// Enqueue inserts jobs in one transaction — the caller's *sql.Tx, inside a
-// savepoint so a failure leaves the caller's transaction usable, or its own
-// — and returns their ids in order. A dedupe key that is not valid UTF-8
-// gives queue.ErrInvalidJob before anything is sent (see checkKey).
-func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]int64, error) {
-	for i, j := range jobs {
-		if err := checkKey(j.DedupeKey); err != nil {
-			return nil, fmt.Errorf("job %d: %w", i, err)
-		}
-	}
-	switch tx := tx.(type) {
-	case nil:
-		own, err := d.db.BeginTx(ctx, nil)
-		if err != nil {
-			return nil, classify("enqueue", d.dedupe, err)
-		}
-		ids, err := d.enqueue(ctx, own, jobs)
-		if err != nil {
-			_ = own.Rollback()
-			return nil, err
-		}
-		if err := own.Commit(); err != nil {
-			return nil, classify("enqueue", d.dedupe, err)
-		}
-		return ids, nil
-	case *sql.Tx:
-		if _, err := tx.ExecContext(ctx, d.sql[sqlSavepoint]); err != nil {
-			return nil, classify("enqueue", d.dedupe, err)
-		}
-		ids, err := d.enqueue(ctx, tx, jobs)
-		if err != nil {
-			_, _ = tx.ExecContext(context.WithoutCancel(ctx), d.sql[sqlRollbackSavepoint])
-			return nil, err
-		}
-		return ids, nil
-	}
-	return nil, fmt.Errorf("%w: %T (the mssql dialect takes a *sql.Tx)", queue.ErrUnsupportedTx, tx)
-}
-
-// checkKey refuses a dedupe key that is not valid UTF-8. The key column is
-// NVARCHAR: the driver sends a Go string as UTF-16, replacing each invalid
-// byte with U+FFFD, so such a key would be stored altered — and two keys
-// that differ only in invalid bytes would collide. Queue names are already
-// plain ASCII (dialect.ValidateQueue).
-func checkKey(key string) error {
-	if !utf8.ValidString(key) {
-		return fmt.Errorf("%w: DedupeKey %q is not valid UTF-8, which SQL Server's NVARCHAR would store altered", queue.ErrInvalidJob, key)
-	}
-	return nil
-}
-
-func (d *Driver) enqueue(ctx context.Context, tx *sql.Tx, jobs []queue.NewJob) ([]int64, error) {
-	ids := make([]int64, 0, len(jobs))
-	for start := 0; start < len(jobs); start += enqueueChunk {
-		chunk := jobs[start:min(start+enqueueChunk, len(jobs))]
-		stmt := withRows(d.sql[sqlEnqueue], len(chunk), "#", "q", "p", "pr", "ra", "ds", "dm", "ma", "dk")
-		args := make([]any, 0, 8*len(chunk))
-		for i, j := range chunk {
-			runAt := sql.NullTime{Time: j.RunAt.UTC(), Valid: !j.RunAt.IsZero()}
-			s, ms := splitDuration(j.Delay)
-			key := sql.NullString{String: j.DedupeKey, Valid: j.DedupeKey != ""}
-			args = append(args,
-				named("q", i, mssqldb.VarChar(j.Queue)), named("p", i, j.Payload), named("pr", i, j.Priority),
-				named("ra", i, runAt), named("ds", i, s), named("dm", i, ms),
-				named("ma", i, int32(j.MaxAttempts)), named("dk", i, key))
-		}
-		got, err := dialect.QueryIDs(ctx, tx, stmt, args...)
-		if err != nil {
-			return nil, classify("enqueue", d.dedupe, err)
-		}
-		if len(got) != len(chunk) {
-			return nil, fmt.Errorf("dbq: enqueue: %d ids back for %d jobs", len(got), len(chunk))
-		}
-		ids = append(ids, got...) // ascending ids are input order
-	}
-	return ids, nil
-}
-
-// Stats counts the jobs of every queue, ordered by queue name, and says
-// which are paused. Held jobs are those in jobs_inflight, where both
-// strategies put the jobs they claim.
-func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
-	rows, err := d.db.QueryContext(ctx, d.sql[sqlStats])
-	if err != nil {
-		return nil, classify("stats", d.dedupe, err)
-	}
-	defer rows.Close()
-	var out []queue.QueueStats
-	for rows.Next() {
-		var s queue.QueueStats
-		var ageMicros int64
-		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused); err != nil {
-			return nil, classify("stats", d.dedupe, err)
-		}
-		s.OldestReadyAge = float64(ageMicros) / 1e6
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify("stats", d.dedupe, err)
-	}
-	return out, nil
-}
-
-// Rescue moves every job whose lease has expired back to its queue, in
-// passes of at most RescueBatch jobs, and returns how many it moved. The
-// run that lost its lease counts as a failed attempt; a job out of
-// attempts becomes dead. One pass at a time runs over a table, across all
-// processes: a pass that finds another one running (it holds the table's
-// application lock) moves nothing, and Rescue returns, leaving the rest to
-// the pass that runs. Claim runs one pass at most every quarter lease, so
-// a deployment with claimers needs no other reaper; call Rescue to return
-// expired leases on a queue no one is claiming from.
-func (d *Driver) Rescue(ctx context.Context) (int, error) {
-	if d.closed.Load() {
-		return 0, queue.ErrClosed
-	}
-	total := 0
-	for {
-		n, ran, err := d.rescueOnce(ctx)
-		total += n
-		if err != nil || !ran || n < RescueBatch {
-			return total, err
-		}
-	}
-}
-
-// rescueError is last_error for a job whose lease expired.
-const rescueError = "dbq: lease expired before the job ended (claimer died, stalled or lost its connection)"
-
-// rescueOnce runs one rescue pass: it reports how many jobs it moved and
-// whether it ran at all, which it does not while another pass holds the
-// table's application lock.
-func (d *Driver) rescueOnce(ctx context.Context) (moved int, ran bool, err error) {
-	var granted, n int32
-	err = d.db.QueryRowContext(ctx, d.sql[sqlRescue], sql.Named("lock_resource", d.rescueLock),
-		sql.Named("batch", int32(RescueBatch)), sql.Named("error", rescueError)).Scan(&granted, &n)
-	if err != nil {
-		return 0, false, classify("rescue", d.dedupe, err)
-	}
-	return int(n), granted >= 0, nil
-}
-
-// maxLockResource is the longest application lock name sp_getapplock
-// takes: its @Resource is nvarchar(255), and a longer one is cut.
-const maxLockResource = 255
-
-// lockResource names an application lock of the dialect: "dbq." + what +
-// ":" + the quoted, qualified table it guards, so that each table has its
-// own. Application locks belong to the current database, so the database
-// needs no place in the name. A name that would be cut — none that valid
-// Names make — becomes a hash of itself instead, which stays distinct.
-func lockResource(what, table string) string {
-	r := "dbq." + what + ":" + table
-	if utf8.RuneCountInString(r) <= maxLockResource {
-		return r
-	}
-	sum := sha256.Sum256([]byte(r))
-	return "dbq." + what + ":sha256:" + hex.EncodeToString(sum[:])
-}
-
-// maybeRescue runs one rescue pass when none has run for a quarter
-// lease.
-func (d *Driver) maybeRescue(ctx context.Context) {
-	now := time.Now().UnixNano()
-	last := d.lastRescue.Load()
-	if now-last < int64(d.cfg.Lease/4) || !d.lastRescue.CompareAndSwap(last, now) {
-		return
-	}
-	if n, _, err := d.rescueOnce(ctx); err != nil {
-		if ctx.Err() == nil && !errors.Is(err, queue.ErrNotMigrated) {
-			d.cfg.Logger.Warn("dbq: rescue of expired leases failed", "err", err)
-		}
-	} else if n > 0 {
-		d.cfg.Logger.Info("dbq: rescued jobs whose lease expired", "jobs", n)
-	}
 }
 
 // named is the bind parameter @name<i>.

@@ -12,14 +12,6 @@ import (
 
 var _ queue.ScheduleStore = (*Driver)(nil)
 
-// The schedule statements (sql/schedule*.sql).
-const (
-	sqlScheduleUpsert    = "schedule_upsert"
-	sqlScheduleAdvance   = "schedule_advance"
-	sqlSchedules         = "schedules"
-	sqlScheduleSetPaused = "schedule_set_paused"
-)
-
 // UpsertSchedule stores def or updates its definition
 // (sql/schedule_upsert.sql), run again if chosen as a deadlock victim.
 func (d *Driver) UpsertSchedule(ctx context.Context, def queue.ScheduleDef) error {
@@ -27,7 +19,7 @@ func (d *Driver) UpsertSchedule(ctx context.Context, def queue.ScheduleDef) erro
 		return queue.ErrClosed
 	}
 	_, _, err := retryConflicts(ctx, d.cfg.ClaimAttempts, d.pause, func(ctx context.Context) (sql.Result, error) {
-		return d.db.ExecContext(ctx, d.sql[sqlScheduleUpsert],
+		return d.db.ExecContext(ctx, d.sql.text(sqlScheduleUpsert),
 			sql.Named("name", mssqldb.VarChar(def.Name)), sql.Named("spec", def.Spec),
 			sql.Named("time_zone", mssqldb.VarChar(def.TimeZone)), sql.Named("queue", mssqldb.VarChar(def.Queue)),
 			sql.Named("next_tick", nullTime(def.NextTick)))
@@ -49,7 +41,7 @@ func (d *Driver) AdvanceSchedule(ctx context.Context, t queue.Tick) (queue.TickR
 			return r, err
 		}
 		defer tx.Rollback() // after Commit: nothing to do
-		err = tx.QueryRowContext(ctx, d.sql[sqlScheduleAdvance], sql.Named("name", mssqldb.VarChar(t.Schedule)),
+		err = tx.QueryRowContext(ctx, d.sql.text(sqlScheduleAdvance), sql.Named("name", mssqldb.VarChar(t.Schedule)),
 			sql.Named("tick", t.At.UTC()), sql.Named("next_tick", nullTime(t.Next))).Scan(&r.Paused)
 		if errors.Is(err, sql.ErrNoRows) {
 			return queue.TickResult{}, nil
@@ -76,7 +68,7 @@ func (d *Driver) Schedules(ctx context.Context) ([]queue.ScheduleInfo, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	rows, err := d.db.QueryContext(ctx, d.sql[sqlSchedules])
+	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlSchedules))
 	if err != nil {
 		return nil, classify("schedules", d.dedupe, err)
 	}
@@ -107,7 +99,7 @@ func (d *Driver) SetSchedulePaused(ctx context.Context, name string, paused bool
 	}
 	found, _, err := retryConflicts(ctx, d.cfg.ClaimAttempts, d.pause, func(ctx context.Context) (bool, error) {
 		var got string
-		err := d.db.QueryRowContext(ctx, d.sql[sqlScheduleSetPaused],
+		err := d.db.QueryRowContext(ctx, d.sql.text(sqlScheduleSetPaused),
 			sql.Named("name", mssqldb.VarChar(name)), sql.Named("paused", paused)).Scan(&got)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil

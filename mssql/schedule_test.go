@@ -124,7 +124,7 @@ func TestCheckerRejectsSchedules(t *testing.T) {
 		{sqlScheduleUpsert, "queue = @queue,", "queue = @queue, paused = 0,"},
 		{sqlScheduleSetPaused, "OUTPUT inserted.name", ""},
 	} {
-		text := stmts[c.name]
+		text := stmts.text(c.name)
 		if !strings.Contains(text, c.old) {
 			t.Fatalf("%s has no %q; fix the test", c.name, c.old)
 		}

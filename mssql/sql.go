@@ -2,18 +2,14 @@ package mssql
 
 import (
 	"embed"
-	"fmt"
-	"io/fs"
-	"path"
-	"regexp"
-	"strconv"
-	"strings"
+	"sync"
 
 	"github.com/dbqueue/dbq/dialect"
 )
 
 // The statements, one embedded file each in sql/, named as in the other
-// dialects where they have the same job.
+// dialects where they have the same job. A file whose VALUES list has a
+// row per lease, job, id or key builds it with {{range $i := rows .N}}.
 const (
 	sqlEnqueue      = "enqueue"
 	sqlClaim        = "claim"
@@ -36,84 +32,82 @@ const (
 
 	sqlSavepoint         = "savepoint"
 	sqlRollbackSavepoint = "rollback_savepoint"
+
+	sqlScheduleUpsert    = "schedule_upsert"
+	sqlScheduleAdvance   = "schedule_advance"
+	sqlSchedules         = "schedules"
+	sqlScheduleSetPaused = "schedule_set_paused"
 )
 
-//go:embed sql/*.sql
+// The statements of package move, one embedded file each in sql/move/.
+const (
+	sqlMoveIdentity = "identity"
+	sqlMoveSurvey   = "survey"
+	sqlMoveExport   = "export"
+	sqlMoveDelete   = "delete"
+	sqlMoveExisting = "existing"
+	sqlMoveInsert   = "insert"
+	sqlMoveStored   = "stored"
+)
+
+// The two sets of statement files.
+const (
+	sqlPattern  = "sql/*.sql"
+	movePattern = "sql/move/*.sql"
+)
+
+//go:embed sql/*.sql sql/move/*.sql
 var sqlFiles embed.FS
 
-var (
-	// {{table "jobs"}} names a table or sequence, as in the migrations.
-	tableMarker = regexp.MustCompile(`\{\{table "([a-z_]+)"\}\}`)
-	// rowsMarker is where a statement's VALUES rows go, one per lease or job.
-	rowsMarker = "{{rows}}"
-)
-
-// statements is the dialect's SQL, rendered for one set of names.
-type statements map[string]string
-
-// renderStatements loads every statement, drops its whole-line comments
-// and puts in the validated, quoted and qualified table names.
-func renderStatements(n dialect.Names) (statements, error) {
-	return renderFiles(sqlFiles, "sql/*.sql", n)
+// statements is one set of statement files rendered with dialect.LoadSQL
+// for one set of names: each file once with no rows when loaded, and once
+// per row count on first use.
+type statements struct {
+	files *dialect.SQLFiles
+	plain map[string]string // no rows; read-only once loaded
+	rowed sync.Map          // stmtKey → string
 }
 
-// renderFiles renders the statements of fsys that match pattern, as
-// renderStatements says.
-func renderFiles(fsys fs.FS, pattern string, n dialect.Names) (statements, error) {
-	if err := n.Validate(); err != nil {
-		return nil, err
-	}
-	n = n.WithDefaults()
-	files, err := fs.Glob(fsys, pattern)
+type stmtKey struct {
+	name string
+	n    int
+}
+
+// rowsData is a statement file's data: how many VALUES rows it gets.
+type rowsData struct{ N int }
+
+// loadStatements renders the files of pattern for n. Every file renders
+// here, so a broken one fails New rather than a call.
+func loadStatements(pattern string, n dialect.Names) (*statements, error) {
+	files, err := dialect.LoadSQL(sqlFiles, pattern, dialect.MSSQL, n, dialect.SQLOptions{})
 	if err != nil {
 		return nil, err
 	}
-	out := statements{}
-	for _, f := range files {
-		src, err := fs.ReadFile(fsys, f)
-		if err != nil {
+	s := &statements{files: files, plain: map[string]string{}}
+	for _, name := range files.Names() {
+		if s.plain[name], err = files.Render(name, rowsData{}); err != nil {
 			return nil, err
 		}
-		var b strings.Builder
-		for line := range strings.Lines(string(src)) {
-			if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "--") {
-				continue
-			}
-			b.WriteString(line)
-		}
-		s := tableMarker.ReplaceAllStringFunc(b.String(), func(m string) string {
-			return n.Qualified(dialect.MSSQL, n.Prefix+tableMarker.FindStringSubmatch(m)[1])
-		})
-		if strings.Contains(strings.ReplaceAll(s, rowsMarker, ""), "{{") {
-			return nil, fmt.Errorf("dbq: mssql statement %s: unknown marker", f)
-		}
-		out[strings.TrimSuffix(path.Base(f), ".sql")] = s
 	}
-	return out, nil
+	return s, nil
 }
 
-// withRows returns stmt with its VALUES list made of n rows of the columns
-// cols: row i is (@<col>i, ...), or the literal i for a column named "#".
-// Only generated parameter names and integers are spliced; every value is a
-// parameter.
-func withRows(stmt string, n int, cols ...string) string {
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for j, c := range cols {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			if c == "#" {
-				b.WriteString(strconv.Itoa(i))
-				continue
-			}
-			b.WriteString("@" + c + strconv.Itoa(i))
-		}
-		b.WriteByte(')')
+// names returns the statements' names, sorted.
+func (s *statements) names() []string { return s.files.Names() }
+
+// text returns statement name, one without VALUES rows.
+func (s *statements) text(name string) string { return s.plain[name] }
+
+// rows returns statement name with n VALUES rows.
+func (s *statements) rows(name string, n int) (string, error) {
+	k := stmtKey{name, n}
+	if t, ok := s.rowed.Load(k); ok {
+		return t.(string), nil
 	}
-	return strings.Replace(stmt, rowsMarker, b.String(), 1)
+	t, err := s.files.Render(name, rowsData{N: n})
+	if err != nil {
+		return "", err
+	}
+	s.rowed.Store(k, t)
+	return t, nil
 }

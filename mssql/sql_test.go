@@ -20,17 +20,19 @@ import (
 	"github.com/sqlc-dev/teesql/ast"
 )
 
-// exampleRows renders name's VALUES list with the columns its caller uses.
-func exampleRows(name, text string, n int) string {
-	switch name {
-	case sqlEnqueue:
-		return withRows(text, n, "#", "q", "p", "pr", "ra", "ds", "dm", "ma", "dk")
-	case sqlRetry:
-		return withRows(text, n, "i", "t", "ds", "dm", "dd", "sn", "e")
-	case sqlCancel, sqlRetryDeadIDs:
-		return withRows(text, n, "i")
+// renderStatements renders the statements of sql/ for n.
+func renderStatements(n dialect.Names) (*statements, error) {
+	return loadStatements(sqlPattern, n)
+}
+
+// exampleRows renders statement name with n VALUES rows, as its caller
+// does.
+func exampleRows(stmts *statements, name string, n int) string {
+	text, err := stmts.rows(name, n)
+	if err != nil {
+		panic(err)
 	}
-	return withRows(text, n, "i", "t")
+	return text
 }
 
 // Every statement file renders, parses, and passes its spec.
@@ -39,17 +41,18 @@ func TestStatementsMatchTheirSpecs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := slices.Sorted(maps.Keys(stmts)), slices.Sorted(maps.Keys(specs)); !slices.Equal(got, want) {
+	if got, want := stmts.names(), slices.Sorted(maps.Keys(specs)); !slices.Equal(got, want) {
 		t.Fatalf("statement files %v, specs %v", got, want)
 	}
-	for name, text := range stmts {
+	for _, name := range stmts.names() {
+		text := exampleRows(stmts, name, 1)
 		t.Run(name, func(t *testing.T) {
 			if strings.Contains(text, "--") || strings.Contains(text, "dbq_jobs") {
 				t.Errorf("comment or default prefix left in:\n%s", text)
 			}
 			for _, n := range []int{1, 3} {
-				if err := checkSQL(name, exampleRows(name, text, n), nil); err != nil {
-					t.Errorf("%d rows: %v\n%s", n, err, exampleRows(name, text, n))
+				if err := checkSQL(name, exampleRows(stmts, name, n), nil); err != nil {
+					t.Errorf("%d rows: %v\n%s", n, err, exampleRows(stmts, name, n))
 				}
 			}
 		})
@@ -67,8 +70,9 @@ func TestStatementsUseConfiguredNames(t *testing.T) {
 		n = n.WithDefaults()
 		// Every table name starts so: [schema].[prefix or [prefix.
 		want := strings.TrimSuffix(n.Qualified(dialect.MSSQL, n.Prefix), "]")
-		for name, text := range stmts {
-			if strings.Contains(strings.ReplaceAll(text, rowsMarker, ""), "{{") {
+		for _, name := range stmts.names() {
+			text := exampleRows(stmts, name, 2)
+			if strings.Contains(text, "{{") {
 				t.Errorf("%s: marker left: %s", name, text)
 			}
 			if name != sqlSavepoint && name != sqlRollbackSavepoint && !strings.Contains(text, want) {
@@ -91,7 +95,7 @@ func TestCheckerRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := func(name string) string { return exampleRows(name, stmts[name], 2) }
+	base := func(name string) string { return exampleRows(stmts, name, 2) }
 	// edit returns statement name with old replaced by new, once.
 	edit := func(name, old, new string) string {
 		t.Helper()
@@ -359,7 +363,7 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 			t.Errorf("%v\n%s", err, s.query)
 		}
 	}
-	for name := range d.sql {
+	for _, name := range d.sql.names() {
 		if seen[name] == 0 {
 			t.Errorf("%s was never sent: test it or delete it", name)
 		}

@@ -301,6 +301,29 @@ func (d *Driver) Paused(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// Stats counts jobs per queue and says which of them are paused.
+func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlStats, 0))
+	if err != nil {
+		return nil, d.classify("stats", err)
+	}
+	defer rows.Close()
+	var out []queue.QueueStats
+	for rows.Next() {
+		var s queue.QueueStats
+		var ageMicros int64
+		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused); err != nil {
+			return nil, d.classify("stats", err)
+		}
+		s.OldestReadyAge = float64(ageMicros) / 1e6
+		out = append(out, s)
+	}
+	return out, d.classify("stats", rows.Err())
+}
+
 // uniqueIDs returns ids sorted, without repeats (a copy: the caller's
 // slice is left alone).
 func uniqueIDs(ids []int64) []int64 {

@@ -72,7 +72,7 @@ func TestEnqueueUniqueInCallersTx(t *testing.T) {
 	}
 	// The caller's own statements still run in the transaction.
 	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+d.stmts.base.Jobs+" WHERE queue = 'u'").Scan(&n); err != nil || n != 3 {
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+d.stmts.jobsTable+" WHERE queue = 'u'").Scan(&n); err != nil || n != 3 {
 		t.Fatalf("the transaction sees %d jobs (%v), want 3", n, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -377,7 +377,7 @@ func TestPauseInClaimSteps(t *testing.T) {
 			}
 			defer other.Rollback()
 			var name string
-			if err := other.QueryRowContext(ctx, "SELECT queue FROM "+d.stmts.base.Queues+
+			if err := other.QueryRowContext(ctx, "SELECT queue FROM "+d.stmts.queuesTable+
 				" WHERE queue = 'p' FOR UPDATE NOWAIT").Scan(&name); err != nil {
 				t.Errorf("the queues row is locked while a claim holds its jobs: %v", err)
 			}
@@ -410,7 +410,7 @@ func TestCancelAndRetryDeadBatches(t *testing.T) {
 	ids := enqueueN(t, q, "d", n, "j")
 	other := enqueueN(t, q, "other", 2, "o")
 	// Kill them all without claiming: what a long outage leaves behind.
-	if _, err := d.DB().ExecContext(ctx, "UPDATE "+d.stmts.base.Jobs+" SET state = 'dead', attempt = 3, last_error = 'outage'"); err != nil {
+	if _, err := d.DB().ExecContext(ctx, "UPDATE "+d.stmts.jobsTable+" SET state = 'dead', attempt = 3, last_error = 'outage'"); err != nil {
 		t.Fatal(err)
 	}
 	got, err := q.RetryDead(ctx, "d")
@@ -510,7 +510,7 @@ func expire(t *testing.T, q *queue.Queue, d *Driver, name string, n int) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var left int
-		err := d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+d.stmts.base.Jobs+
+		err := d.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+d.stmts.jobsTable+
 			" WHERE queue = ? AND state = 'claimed' AND claimed_until >= UTC_TIMESTAMP(6)", name).Scan(&left)
 		if err != nil {
 			t.Fatal(err)

@@ -770,7 +770,7 @@ func TestClaimLocksExactly(t *testing.T) {
 // countGone counts the ids no longer in the table.
 func countGone(ctx context.Context, d *Driver, ids []int64) (int64, error) {
 	var present int64
-	q := "SELECT COUNT(*) FROM " + d.stmts.base.Jobs + " WHERE id IN (" +
+	q := "SELECT COUNT(*) FROM " + d.stmts.jobsTable + " WHERE id IN (" +
 		strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",") + ")"
 	if err := d.DB().QueryRowContext(ctx, q, anys(ids)...).Scan(&present); err != nil {
 		return 0, err

@@ -97,7 +97,7 @@ func claimedWithTokens(t *testing.T, c *Claimer) []int64 {
 		return nil
 	}
 	q := fmt.Sprintf("SELECT id FROM %s WHERE state = 'claimed' AND claim_token IN (%s)",
-		c.d.stmts.base.Jobs, strings.TrimSuffix(strings.Repeat("?,", len(tokens)), ","))
+		c.d.stmts.jobsTable, strings.TrimSuffix(strings.Repeat("?,", len(tokens)), ","))
 	ids, err := dialect.QueryIDs(context.Background(), c.d.db, q, tokens...)
 	if err != nil {
 		t.Fatalf("claimed rows: %v", err)

@@ -1,7 +1,8 @@
 // Package mysql is the dbq dialect for MySQL 8.0.13+ and MariaDB 10.6+, on
 // github.com/go-sql-driver/mysql: the candidate-select, SKIP LOCKED, UPDATE
-// claim of SEEDS 002 (Köhntopp, "MySQL: a job queue in Python"), made to
-// scale with the number of claimers.
+// claim of Köhntopp's "MySQL: a job queue in Python" (the loop this
+// documentation calls the original), made to scale with the number of
+// claimers.
 //
 //	q, err := mysql.Open(ctx, "mysql://dbq:secret@db:3306/app", mysql.Config{})
 //	// or, on a *sql.DB of your own:
@@ -16,7 +17,7 @@
 // own connection:
 //
 //  1. Candidates, outside any transaction (autocommit, so no read view
-//     outlives the statement — the seed's "COMMIT on an empty candidate
+//     outlives the statement — the original's "COMMIT on an empty candidate
 //     set" holds by construction; optionally on Config.Replica): the ids
 //     of the first W ready jobs of q in (priority, run_at, id) order, a
 //     covering range scan of the claim index (queue, state, priority,
@@ -69,9 +70,9 @@
 // # Why it scales: spreading the claimers
 //
 // Taken literally (W = n, every claimer reads the same first n
-// candidates), the seed collapses as claimers are added: they all lock the
+// candidates), the original collapses as claimers are added: they all lock the
 // same rows, one wins, the others come back empty and start over. Measured
-// here (research/mysql.md, REPEATABLE READ, 200,000 jobs): 15,200 jobs/s
+// here (the original loop in REPEATABLE READ, 200,000 jobs): 15,200 jobs/s
 // with one consumer, 6,400 with 4, 1,000 with 16, 200 with 50, 73-97% of
 // claims empty. Three things fix it. With them, on the same machine and
 // server (2 cores, MariaDB 10.11, 200,000 jobs, batches of 100,

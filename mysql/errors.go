@@ -80,7 +80,7 @@ func (d *Driver) classify(what string, err error) error {
 		}
 		switch me.Number {
 		case erNoSuchTable, erKeyDoesNotExist, erBadDB:
-			return fmt.Errorf("%w (%s: table %s: %s)", queue.ErrNotMigrated, what, d.stmts.base.Jobs, me.Message)
+			return fmt.Errorf("%w (%s: table %s: %s)", queue.ErrNotMigrated, what, d.stmts.jobsTable, me.Message)
 		case erLockWaitTimeout, erLockDeadlock, erCheckRead, erLockNowait, erUserLockDL, erTiDBConflict:
 			return &dialect.RetryableError{Err: fmt.Errorf("mysql %s: %w", what, err)}
 		case erWsrepNotReady:

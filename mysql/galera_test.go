@@ -89,11 +89,11 @@ var (
 )
 
 func openNode(dsn string) (galeraNode, error) {
-	p, err := dialect.ParseDSN(dsn)
+	form, err := driverForm(dsn)
 	if err != nil {
 		return galeraNode{}, err
 	}
-	mc, err := mysqldrv.ParseDSN(p.Driver)
+	mc, err := mysqldrv.ParseDSN(form)
 	if err != nil {
 		return galeraNode{}, err
 	}
@@ -273,7 +273,7 @@ func TestGaleraWorkersOnEveryNode(t *testing.T) {
 			t.Fatalf("node %d: Server().Galera is false on %s", i+1, ds[i].Server().Version)
 		}
 	}
-	jobs := ds[0].stmts.base.Jobs
+	jobs := ds[0].stmts.jobsTable
 	if _, err := ds[0].db.Exec("CREATE TABLE ledger (id BIGINT AUTO_INCREMENT PRIMARY KEY, job_id BIGINT NOT NULL, node INT NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}

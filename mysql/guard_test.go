@@ -180,7 +180,7 @@ func TestRescueTrustsItsUpdateNotItsLocks(t *testing.T) {
 		t.Fatalf("claim: %d jobs, %v", len(js), err)
 	}
 	// Every lease ends now.
-	if _, err := d0.DB().ExecContext(ctx, "UPDATE "+d0.stmts.base.Jobs+
+	if _, err := d0.DB().ExecContext(ctx, "UPDATE "+d0.stmts.jobsTable+
 		" SET claimed_until = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND"); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func rowTokens(t testing.TB, d *Driver, ids []int64) map[int64]int64 {
 func rowInts(t testing.TB, d *Driver, expr string, ids []int64) map[int64]int64 {
 	t.Helper()
 	rows, err := d.DB().Query(fmt.Sprintf("SELECT id, %s FROM %s WHERE id IN (%s)",
-		expr, d.stmts.base.Jobs, placeholders(len(ids))), anys(ids)...)
+		expr, d.stmts.jobsTable, placeholders(len(ids))), anys(ids)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestClaimReturnsOnlyWhatItChanged(t *testing.T) {
 	db, _ := newNoLockDB(t, dsn, "", 0)
 	q := newOn(t, db, Config{})
 	c := newClaimer(t, q)
-	table := d0.stmts.base.Jobs
+	table := d0.stmts.jobsTable
 
 	// steps runs the lock step, then meddle from another session, then the
 	// UPDATE (and read-back), and commits.

@@ -25,11 +25,11 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // database selected.
 func serverDSN(t testing.TB) *mysqldrv.Config {
 	t.Helper()
-	p, err := dialect.ParseDSN(dbtest.DSN(dialect.MySQL))
+	form, err := driverForm(dbtest.DSN(dialect.MySQL))
 	if err != nil {
 		t.Fatalf("DBQ_MYSQL_DSN: %v", err)
 	}
-	mc, err := mysqldrv.ParseDSN(p.Driver)
+	mc, err := mysqldrv.ParseDSN(form)
 	if err != nil {
 		t.Fatalf("DBQ_MYSQL_DSN: %v", err)
 	}
@@ -383,3 +383,8 @@ func heldRowLocks(ctx context.Context, d *Driver, id int64) (n int64, shown bool
 }
 
 var leases = queue.Leases
+
+// placeholders returns n "?" joined by ", ", for the tests' own statements.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,36 +15,14 @@ import (
 
 var _ queue.Mover = (*Driver)(nil)
 
-// The statements of package move. The table name and runs of "?" are the
-// only text spliced in.
-const (
-	moveColumns = `id, queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at`
-
-	// moveFilter: ? queue list (spliced placeholders, or none), then the
-	// ready, scheduled and dead flags.
-	moveFilter = `((state = 'ready' AND run_at <= UTC_TIMESTAMP(6) AND ?)
-    OR (state = 'ready' AND run_at > UTC_TIMESTAMP(6) AND ?)
-    OR (state = 'dead' AND ?))`
-)
-
-// moveFilterSQL renders the filter of f and its arguments.
-func moveFilterSQL(f queue.ExportFilter) (string, []any) {
-	var b strings.Builder
+// moveArgs returns the parameters of the filter of f in survey.sql and
+// export.sql: its queues, then the ready, scheduled and dead flags.
+func moveArgs(f queue.ExportFilter) []any {
 	args := make([]any, 0, len(f.Queues)+3)
-	if len(f.Queues) > 0 {
-		b.WriteString("queue IN (")
-		b.WriteString(placeholders(len(f.Queues)))
-		b.WriteString(") AND ")
-		for _, q := range f.Queues {
-			args = append(args, q)
-		}
+	for _, q := range f.Queues {
+		args = append(args, q)
 	}
-	b.WriteString(moveFilter)
-	return b.String(), append(args, f.Ready, f.Scheduled, f.Dead)
-}
-
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+	return append(args, f.Ready, f.Scheduled, f.Dead)
 }
 
 // Identity implements queue.Mover: mysql://<server>/<database>/<table>,
@@ -56,14 +33,14 @@ func (d *Driver) Identity(ctx context.Context) (string, error) {
 		return "", queue.ErrClosed
 	}
 	var server, db sql.NullString
-	err := d.db.QueryRowContext(ctx, `SELECT @@server_uuid, DATABASE()`).Scan(&server, &db)
+	err := d.db.QueryRowContext(ctx, d.stmts.get(sqlMoveIdentity, 0)).Scan(&server, &db)
 	if err != nil {
-		err = d.db.QueryRowContext(ctx, `SELECT CONCAT(@@hostname, ':', @@port, ':', @@datadir), DATABASE()`).Scan(&server, &db)
+		err = d.db.QueryRowContext(ctx, d.stmts.get(sqlMoveIdentityHost, 0)).Scan(&server, &db)
 	}
 	if err != nil {
 		return "", d.classify("identity", err)
 	}
-	return fmt.Sprintf("mysql://%s/%s/%s", server.String, db.String, d.stmts.base.Jobs), nil
+	return fmt.Sprintf("mysql://%s/%s/%s", server.String, db.String, d.stmts.jobsTable), nil
 }
 
 // Survey implements queue.Mover.
@@ -72,11 +49,8 @@ func (d *Driver) Survey(ctx context.Context, f queue.ExportFilter) (queue.Survey
 	if d.closed.Load() {
 		return s, queue.ErrClosed
 	}
-	where, args := moveFilterSQL(f)
-	q := `SELECT COALESCE(MAX(LENGTH(payload)), 0), COALESCE(MAX(LENGTH(dedupe_key)), 0),
-       COALESCE(MAX(CHAR_LENGTH(CONVERT(dedupe_key USING utf8mb4))), 0)
-FROM ` + d.stmts.base.Jobs + ` WHERE ` + where
-	if err := d.db.QueryRowContext(ctx, q, args...).Scan(&s.MaxPayload, &s.MaxKeyBytes, &s.MaxKeyChars); err != nil {
+	q := d.stmts.get(sqlMoveSurvey, len(f.Queues))
+	if err := d.db.QueryRowContext(ctx, q, moveArgs(f)...).Scan(&s.MaxPayload, &s.MaxKeyBytes, &s.MaxKeyChars); err != nil {
 		return s, d.classify("survey", err)
 	}
 	return s, nil
@@ -87,7 +61,7 @@ FROM ` + d.stmts.base.Jobs + ` WHERE ` + where
 // dedupe_key is VARBINARY(200).
 func (d *Driver) Limits(ctx context.Context) (queue.MoveLimits, error) {
 	var packet int64
-	if err := d.db.QueryRowContext(ctx, `SELECT @@max_allowed_packet`).Scan(&packet); err != nil {
+	if err := d.db.QueryRowContext(ctx, d.stmts.get(sqlMoveLimits, 0)).Scan(&packet); err != nil {
 		return queue.MoveLimits{}, d.classify("limits", err)
 	}
 	return queue.MoveLimits{Payload: packet - packetSlack, KeyBytes: 200}, nil
@@ -126,9 +100,8 @@ type exportBatch struct {
 }
 
 func (b *exportBatch) take(ctx context.Context, f queue.ExportFilter) error {
-	where, args := moveFilterSQL(f)
-	rows, err := b.tx.QueryContext(ctx, `SELECT id FROM `+b.d.stmts.base.Jobs+` WHERE id > ? AND `+where+
-		` ORDER BY id LIMIT ?`, append(append([]any{f.AfterID}, args...), f.Limit)...)
+	rows, err := b.tx.QueryContext(ctx, b.d.stmts.get(sqlMoveExport, len(f.Queues)),
+		append(append([]any{f.AfterID}, moveArgs(f)...), f.Limit)...)
 	if err != nil {
 		return err
 	}
@@ -146,8 +119,7 @@ func (b *exportBatch) take(ctx context.Context, f queue.ExportFilter) error {
 	if err := rows.Err(); err != nil || len(ids) == 0 {
 		return err
 	}
-	rows, err = b.tx.QueryContext(ctx, `SELECT `+moveColumns+` FROM `+b.d.stmts.base.Jobs+
-		` WHERE id IN (`+placeholders(len(ids))+`) AND state IN ('ready', 'dead') ORDER BY id FOR UPDATE SKIP LOCKED`, ids...)
+	rows, err = b.tx.QueryContext(ctx, b.d.stmts.get(sqlMoveExportLock, len(ids)), ids...)
 	if err != nil {
 		return err
 	}
@@ -167,8 +139,7 @@ func (b *exportBatch) Commit(ctx context.Context, ids []int64) error {
 			// server whose SKIP LOCKED locks nothing (TiDB) a claimer may have
 			// taken some since the batch read them; they stay its, and the
 			// batch fails rather than report them moved.
-			res, derr := b.tx.ExecContext(ctx, `DELETE FROM `+b.d.stmts.base.Jobs+` WHERE id IN (`+placeholders(len(args))+
-				`) AND state IN ('ready', 'dead')`, args...)
+			res, derr := b.tx.ExecContext(ctx, b.d.stmts.get(sqlMoveDelete, len(args)), args...)
 			var n int64
 			if derr == nil {
 				n, derr = res.RowsAffected()
@@ -195,7 +166,7 @@ func (b *exportBatch) Rollback() error {
 	return nil
 }
 
-// scanMoved reads rows of moveColumns and closes them.
+// scanMoved reads rows of export_lock.sql or stored.sql and closes them.
 func scanMoved(rows *sql.Rows) ([]*queue.Job, error) {
 	defer rows.Close()
 	var out []*queue.Job
@@ -297,15 +268,8 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 const importChunk = 500
 
 func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) error {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO ` + d.stmts.base.Jobs +
-		` (queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at) VALUES `)
 	args := make([]any, 0, len(jobs)*10)
-	for i, j := range jobs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(`(?, ?, ?, CAST(? AS DATETIME(6)), ?, ?, ?, ?, ?, CAST(? AS DATETIME(6)))`)
+	for _, j := range jobs {
 		var lastErr any
 		if j.LastError != "" {
 			lastErr = movekit.ValidText(j.LastError)
@@ -321,10 +285,7 @@ func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job)
 		args = append(args, j.Queue, payload, j.Priority, formatTime(j.RunAt), j.Attempt, j.MaxAttempts,
 			string(j.State), lastErr, []byte(j.DedupeKey), formatTime(created))
 	}
-	// A key stored meanwhile (it cannot be: the source batch is locked)
-	// keeps its row.
-	b.WriteString(` ON DUPLICATE KEY UPDATE id = id`)
-	_, err := tx.ExecContext(ctx, b.String(), args...)
+	_, err := tx.ExecContext(ctx, d.stmts.get(sqlMoveInsert, len(jobs)), args...)
 	return err
 }
 
@@ -363,8 +324,7 @@ func (d *Driver) storedByKey(ctx context.Context, db dialect.Querier, keys []que
 	var out []*queue.Job
 	for _, q := range order {
 		keys := byQueue[q]
-		rows, err := db.QueryContext(ctx, `SELECT `+moveColumns+` FROM `+d.stmts.base.Jobs+
-			` WHERE queue = ? AND dedupe_key IN (`+placeholders(len(keys))+`)`, append([]any{q}, keys...)...)
+		rows, err := db.QueryContext(ctx, d.stmts.get(sqlMoveStored, len(keys)), append([]any{q}, keys...)...)
 		if err != nil {
 			return nil, err
 		}

@@ -2,10 +2,8 @@ package mysql
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,7 +33,7 @@ type Config struct {
 	queue.Config
 
 	// Replica, when set, serves the candidate select of every claim (step 1
-	// of the seed, the only step that takes no lock). A lagging replica only
+	// of the claim, the only step that takes no lock). A lagging replica only
 	// proposes stale candidates, which the locking step on the primary
 	// re-checks and skips; it never makes a claim wrong. Default: none, the
 	// primary serves it. The caller owns and closes it.
@@ -47,7 +45,7 @@ type Config struct {
 	// consecutive candidates picked at random. A claimer starts at a
 	// spread of 1 (exact claim order) and widens it while other claimers
 	// take the rows it picked. 1 turns spreading off: every claimer then
-	// reads the same first n candidates, the seed taken literally, which
+	// reads the same first n candidates, the original loop taken literally, which
 	// collapses beyond a few claimers. Default 32.
 	MaxSpread int
 
@@ -194,54 +192,9 @@ func newDriver(ctx context.Context, db *sql.DB, cfg Config, own bool) (*Driver, 
 		ids = "re-selected by a per-batch marker"
 	}
 	d.log.Info("dbq: mysql dialect", "server", d.server.String(), "version", d.server.Version,
-		"table", stmts.base.Jobs, "innodb_autoinc_lock_mode", d.server.AutoincLockMode,
+		"table", stmts.jobsTable, "innodb_autoinc_lock_mode", d.server.AutoincLockMode,
 		"enqueue_ids", ids, "replica", cfg.Replica != nil, "candidate_isolation", d.server.candidateIsolation())
 	return d, nil
-}
-
-// readServer reads what the dialect needs to know about the server, and
-// the session's default database ("" when none is selected).
-func readServer(ctx context.Context, db *sql.DB, stmts *statements) (Server, string, error) {
-	var (
-		version  string
-		database sql.NullString
-		s        Server
-	)
-	err := db.QueryRowContext(ctx, stmts.get(sqlServer, 0)).Scan(&version, &s.AutoincLockMode,
-		&s.AutoincIncrement, &s.MaxAllowedPacket, &database)
-	if err != nil {
-		return s, "", fmt.Errorf("dbq: mysql: reading the server version: %w", err)
-	}
-	v, err := parseVersion(version)
-	if err != nil {
-		return s, "", err
-	}
-	v.AutoincLockMode, v.AutoincIncrement, v.MaxAllowedPacket = s.AutoincLockMode, s.AutoincIncrement, s.MaxAllowedPacket
-	if v.AutoincIncrement < 1 {
-		v.AutoincIncrement = 1
-	}
-	if v.Galera, err = readWsrep(ctx, db, stmts); err != nil {
-		return v, "", err
-	}
-	return v, database.String, v.check()
-}
-
-// readWsrep reports whether @@wsrep_on is ON (no row: no wsrep at all).
-func readWsrep(ctx context.Context, db *sql.DB, stmts *statements) (bool, error) {
-	rows, err := db.QueryContext(ctx, stmts.get(sqlServerWsrep, 0))
-	if err != nil {
-		return false, fmt.Errorf("dbq: mysql: reading wsrep_on: %w", err)
-	}
-	defer rows.Close()
-	on := false
-	for rows.Next() {
-		var name, value string
-		if err := rows.Scan(&name, &value); err != nil {
-			return false, fmt.Errorf("dbq: mysql: reading wsrep_on: %w", err)
-		}
-		on = on || strings.EqualFold(value, "ON") || value == "1"
-	}
-	return on, rows.Err()
 }
 
 // Open connects to the MySQL or MariaDB server named by dsn, in either the
@@ -294,31 +247,6 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 		return nil, err
 	}
 	return q, nil
-}
-
-// driverConfig parses either DSN form and sets the dialect's options.
-func driverConfig(dsn string) (*mysqldrv.Config, error) {
-	form := dsn
-	if strings.HasPrefix(strings.ToLower(dsn), "mysql://") {
-		p, err := dialect.ParseDSN(dsn)
-		if err != nil {
-			return nil, err
-		}
-		form = p.Driver
-	}
-	mc, err := mysqldrv.ParseDSN(form)
-	if err != nil {
-		// The driver's message quotes no DSN, but be sure.
-		return nil, fmt.Errorf("%w: mysql: bad DSN %s: %s", queue.ErrInvalidConfig, dialect.Redact(dsn), dialect.Redact(err.Error()))
-	}
-	mc.ParseTime = true
-	mc.Loc = time.UTC
-	mc.RejectReadOnly = true
-	mc.InterpolateParams = true
-	if mc.Params == nil {
-		mc.Params = map[string]string{}
-	}
-	return mc, nil
 }
 
 // OpenDB returns a *sql.DB for dsn, in either form Open takes, with Open's
@@ -429,345 +357,6 @@ func (d *Driver) retry(ctx context.Context, fn func() error) error {
 }
 
 const maxRetries = 5
-
-// Enqueue inserts jobs, all or none, and returns their ids in order. tx is
-// nil (a transaction of the driver's own; a single batch is one autocommit
-// INSERT unless its ids are read back by marker) or the caller's *sql.Tx; anything else gives ErrUnsupportedTx.
-// Each batch of up to 1000 jobs is one multi-row INSERT; its ids come from
-// LAST_INSERT_ID() (the package documentation says how, and why that is
-// exact in every innodb_autoinc_lock_mode).
-func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]int64, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	for i, j := range jobs {
-		if !j.RunAt.IsZero() {
-			if y := j.RunAt.UTC().Year(); y < 1000 || y > 9999 {
-				return nil, fmt.Errorf("job %d: %w: RunAt %v outside DATETIME's years 1000..9999", i, queue.ErrInvalidJob, j.RunAt)
-			}
-		}
-	}
-	batches := d.batches(jobs)
-	switch t := tx.(type) {
-	case nil:
-		var ids []int64
-		err := d.retry(ctx, func() error {
-			var err error
-			// By marker, the ids are read back after the INSERT: in the same
-			// transaction, or a claim in between overwrites the marker.
-			if len(batches) == 1 && !d.idsByMarker {
-				ids, err = d.insert(ctx, d.db, batches[0], nil)
-				return err
-			}
-			own, err := beginRC(ctx, d.db)
-			if err != nil {
-				return d.classify("enqueue", err)
-			}
-			ids = ids[:0]
-			for _, b := range batches {
-				if ids, err = d.insert(ctx, own, b, ids); err != nil {
-					own.Rollback()
-					return err
-				}
-			}
-			return d.classify("enqueue commit", own.Commit())
-		})
-		return ids, err
-	case *sql.Tx:
-		if t == nil {
-			return nil, fmt.Errorf("%w: nil *sql.Tx", queue.ErrUnsupportedTx)
-		}
-		var ids []int64
-		for _, b := range batches {
-			var err error
-			if ids, err = d.insert(ctx, t, b, ids); err != nil {
-				return nil, err
-			}
-		}
-		return ids, nil
-	default:
-		return nil, fmt.Errorf("%w: %T (the mysql dialect takes a *sql.Tx)", queue.ErrUnsupportedTx, tx)
-	}
-}
-
-// batches splits jobs into INSERTs of at most 1000 rows and about a
-// quarter of max_allowed_packet (escaping can double a payload's bytes).
-func (d *Driver) batches(jobs []queue.NewJob) [][]queue.NewJob {
-	budget := int(d.server.MaxAllowedPacket / 4)
-	if budget < 64<<10 {
-		budget = 64 << 10
-	}
-	var out [][]queue.NewJob
-	start, size := 0, 0
-	for i, j := range jobs {
-		sz := len(j.Payload) + len(j.DedupeKey) + 128
-		if i > start && (i-start >= 1000 || size+sz > budget) {
-			out = append(out, jobs[start:i])
-			start, size = i, 0
-		}
-		size += sz
-	}
-	if start < len(jobs) {
-		out = append(out, jobs[start:])
-	}
-	return out
-}
-
-type execQuerier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func (d *Driver) insert(ctx context.Context, ex execQuerier, jobs []queue.NewJob, ids []int64) ([]int64, error) {
-	var marker any
-	if d.idsByMarker {
-		marker = newToken()
-	}
-	args := make([]any, 0, 8*len(jobs))
-	for _, j := range jobs {
-		var runAt any
-		if !j.RunAt.IsZero() {
-			runAt = formatTime(j.RunAt)
-		}
-		var dedupe any
-		if j.DedupeKey != "" {
-			dedupe = []byte(j.DedupeKey)
-		}
-		payload := j.Payload
-		if payload == nil {
-			payload = []byte{}
-		}
-		args = append(args, j.Queue, payload, j.Priority, runAt, micros(j.Delay), j.MaxAttempts, dedupe, marker)
-	}
-	res, err := ex.ExecContext(ctx, d.stmts.get(sqlEnqueue, len(jobs)), args...)
-	if err != nil {
-		if isDuplicate(err) {
-			return nil, fmt.Errorf("%w: %v", queue.ErrDuplicate, err)
-		}
-		return nil, d.classify("enqueue", err)
-	}
-	first, err := res.LastInsertId()
-	if err != nil {
-		return nil, fmt.Errorf("dbq: mysql enqueue: %w", err)
-	}
-	if marker != nil {
-		got, err := dialect.QueryIDs(ctx, ex, d.stmts.get(sqlEnqueueIDs, 0), first, marker, len(jobs))
-		if err != nil {
-			return nil, d.classify("enqueue ids", err)
-		}
-		if len(got) != len(jobs) {
-			return nil, fmt.Errorf("dbq: mysql enqueue: found %d of the %d rows just inserted", len(got), len(jobs))
-		}
-		return append(ids, got...), nil
-	}
-	step := d.server.AutoincIncrement
-	for i := range jobs {
-		ids = append(ids, first+int64(i)*step)
-	}
-	return ids, nil
-}
-
-// Stats counts jobs per queue and says which of them are paused.
-func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlStats, 0))
-	if err != nil {
-		return nil, d.classify("stats", err)
-	}
-	defer rows.Close()
-	var out []queue.QueueStats
-	for rows.Next() {
-		var s queue.QueueStats
-		var ageMicros int64
-		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused); err != nil {
-			return nil, d.classify("stats", err)
-		}
-		s.OldestReadyAge = float64(ageMicros) / 1e6
-		out = append(out, s)
-	}
-	return out, d.classify("stats", rows.Err())
-}
-
-// ErrRescueBusy: a rescue was skipped because another session — most
-// likely another process's — holds the table's rescue lock and is
-// rescuing it now. Nothing was changed; the jobs whose leases expired are
-// that session's to give back.
-var ErrRescueBusy = errors.New("dbq: mysql: rescue skipped: another session is rescuing this table")
-
-// Rescue gives back every job whose lease has expired — its holder died or
-// stalled without Extend — in every queue, and returns how many. Each
-// counts as a failed run: attempt+1, last_error says so, and a job out of
-// attempts is dead. Claim runs one bounded pass over its own queue at most
-// every Lease/4 by itself; call Rescue from a cron or the CLI to do it for
-// all queues now. One session at a time rescues a table: while another
-// holds its rescue lock, Rescue changes nothing and returns ErrRescueBusy.
-func (d *Driver) Rescue(ctx context.Context) (int, error) {
-	if d.closed.Load() {
-		return 0, queue.ErrClosed
-	}
-	cn, err := d.db.Conn(ctx)
-	if err != nil {
-		return 0, d.classify("rescue", err)
-	}
-	defer cn.Close()
-	total := 0
-	err = d.withRescueLock(ctx, cn, func() error {
-		queues, err := d.rescueQueues(ctx, cn)
-		if err != nil {
-			return err
-		}
-		for _, q := range queues {
-			for {
-				n, err := d.rescueOnce(ctx, cn, q)
-				total += n
-				if err != nil {
-					return err
-				}
-				if n < d.cfg.RescueBatch {
-					break
-				}
-			}
-		}
-		return nil
-	})
-	return total, err
-}
-
-// rescueQueues lists the queues that have jobs.
-func (d *Driver) rescueQueues(ctx context.Context, cn *sql.Conn) ([]string, error) {
-	rows, err := cn.QueryContext(ctx, d.stmts.get(sqlRescueQueues, 0))
-	if err != nil {
-		return nil, d.classify("rescue", err)
-	}
-	defer rows.Close()
-	var queues []string
-	for rows.Next() {
-		var q string
-		if err := rows.Scan(&q); err != nil {
-			return nil, d.classify("rescue", err)
-		}
-		queues = append(queues, q)
-	}
-	return queues, d.classify("rescue", rows.Err())
-}
-
-// withRescueLock runs fn while session cn holds the table's rescue lock,
-// a GET_LOCK whose name is the table's (rescueLockName): user locks are
-// server-wide and die with their session, so a rescuer that dies frees
-// the lock at once. GET_LOCK is asked with timeout 0: when another session
-// holds the lock, fn does not run and the result is ErrRescueBusy. The
-// lock is released on cn afterwards, even when ctx is done; if that fails,
-// cn, which may still hold it, is closed rather than returned to the pool
-// (the error then says so and matches driver.ErrBadConn). A server that
-// refuses user locks altogether (Galera) gets fn run without one.
-func (d *Driver) withRescueLock(ctx context.Context, cn *sql.Conn, fn func() error) error {
-	var got sql.NullInt64
-	if err := cn.QueryRowContext(ctx, d.stmts.get(sqlRescueGetLock, 0), d.rescueLock).Scan(&got); err != nil {
-		var me *mysqldrv.MySQLError
-		if errors.As(err, &me) && me.Number == erNotSupportedYet {
-			// A Galera cluster refuses user locks. The rescue is safe
-			// without one (it locks rows with SKIP LOCKED); concurrent
-			// passes only repeat each other's candidate reads.
-			d.noLockOnce.Do(func() {
-				d.log.Warn("dbq: mysql: the server refuses GET_LOCK; rescues run without the rescue lock", "err", err)
-			})
-			return fn()
-		}
-		return d.classify("rescue lock", err)
-	}
-	switch {
-	case !got.Valid:
-		return fmt.Errorf("dbq: mysql rescue lock: GET_LOCK(%q) failed", d.rescueLock)
-	case got.Int64 != 1:
-		return ErrRescueBusy
-	}
-	if d.inRescue != nil {
-		d.inRescue()
-	}
-	err := fn()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
-	defer cancel()
-	var released sql.NullInt64
-	if rerr := cn.QueryRowContext(rctx, d.stmts.get(sqlRescueReleaseLock, 0), d.rescueLock).Scan(&released); rerr != nil {
-		discard(cn) // ends the session, and its lock
-		return errors.Join(err, fmt.Errorf("dbq: mysql: releasing the rescue lock failed, session closed: %w",
-			errors.Join(rerr, driver.ErrBadConn)))
-	}
-	return err
-}
-
-// rescueLockName returns the name of table's rescue lock in database:
-// user lock names are server-wide, so it names both, and at most 64
-// characters long (MySQL's limit), with a digest in place of longer names.
-func rescueLockName(database, table string) string {
-	const prefix = "dbq_rescue:"
-	name := prefix + database + "." + table
-	if len(name) <= 64 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(database + "." + table))
-	return prefix + hex.EncodeToString(sum[:])[:64-len(prefix)]
-}
-
-// rescueOnce runs one bounded pass over queue q: candidate select through
-// the claim index, then lock by primary key with SKIP LOCKED and update
-// those still held and expired, in a READ COMMITTED transaction. It
-// returns how many rows the update changed.
-func (d *Driver) rescueOnce(ctx context.Context, c conn, q string) (int, error) {
-	var n int
-	err := d.retry(ctx, func() error {
-		n = 0
-		cand, err := dialect.QueryIDs(ctx, c, d.stmts.get(sqlRescueCandidates, 0), q, d.cfg.RescueBatch)
-		if err != nil || len(cand) == 0 {
-			return d.classify("rescue", err)
-		}
-		tx, err := beginRC(ctx, c)
-		if err != nil {
-			return d.classify("rescue", err)
-		}
-		defer tx.Rollback()
-		locked, err := dialect.QueryIDs(ctx, tx, d.stmts.get(sqlRescueLock, len(cand)), anys(cand)...)
-		if err != nil {
-			return d.classify("rescue", err)
-		}
-		// The UPDATE decides: it changes only rows still held and expired,
-		// and the pass counts what it changed.
-		var changed int64
-		if len(locked) > 0 {
-			res, err := tx.ExecContext(ctx, d.stmts.get(sqlRescue, len(locked)), anys(locked)...)
-			if err != nil {
-				return d.classify("rescue", err)
-			}
-			if changed, err = res.RowsAffected(); err != nil {
-				return d.classify("rescue", err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			return d.classify("rescue", err)
-		}
-		n = int(changed)
-		return nil
-	})
-	if n > 0 {
-		d.log.Info("dbq: mysql: gave back jobs whose lease expired", "jobs", n, "queue", q, "table", d.stmts.base.Jobs)
-	}
-	return n, err
-}
-
-// rescueDue reports whether a claim of queue q should run a rescue pass
-// now, and if so books the pass so that concurrent claims skip it.
-func (d *Driver) rescueDue(q string) bool {
-	v, _ := d.lastRescue.LoadOrStore(q, new(atomic.Int64))
-	last := v.(*atomic.Int64)
-	prev := last.Load()
-	now := int64(time.Since(d.epoch)) + 1 // never 0, which means "not yet"
-	if prev != 0 && now-prev < int64(d.cfg.Lease/4) {
-		return false
-	}
-	return last.CompareAndSwap(prev, now)
-}
 
 func anys(ids []int64) []any {
 	out := make([]any, len(ids))

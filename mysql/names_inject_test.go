@@ -73,7 +73,7 @@ func mySnapshot(t *testing.T, db string, d *Driver) string {
 		t.Fatalf("tables: %v", err)
 	}
 	err = d.DB().QueryRow(`SELECT COALESCE(GROUP_CONCAT(CONCAT_WS('|', id, HEX(queue), HEX(state), attempt, MD5(payload)) ORDER BY id), '')
-		FROM ` + d.stmts.base.Jobs).Scan(&rows)
+		FROM ` + d.stmts.jobsTable).Scan(&rows)
 	if err != nil {
 		t.Fatalf("rows: %v", err)
 	}

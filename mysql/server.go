@@ -1,6 +1,8 @@
 package mysql
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -138,4 +140,49 @@ func (s Server) candidateIsolation() string {
 		return "READ COMMITTED"
 	}
 	return "READ UNCOMMITTED"
+}
+
+// readServer reads what the dialect needs to know about the server, and
+// the session's default database ("" when none is selected).
+func readServer(ctx context.Context, db *sql.DB, stmts *statements) (Server, string, error) {
+	var (
+		version  string
+		database sql.NullString
+		s        Server
+	)
+	err := db.QueryRowContext(ctx, stmts.get(sqlServer, 0)).Scan(&version, &s.AutoincLockMode,
+		&s.AutoincIncrement, &s.MaxAllowedPacket, &database)
+	if err != nil {
+		return s, "", fmt.Errorf("dbq: mysql: reading the server version: %w", err)
+	}
+	v, err := parseVersion(version)
+	if err != nil {
+		return s, "", err
+	}
+	v.AutoincLockMode, v.AutoincIncrement, v.MaxAllowedPacket = s.AutoincLockMode, s.AutoincIncrement, s.MaxAllowedPacket
+	if v.AutoincIncrement < 1 {
+		v.AutoincIncrement = 1
+	}
+	if v.Galera, err = readWsrep(ctx, db, stmts); err != nil {
+		return v, "", err
+	}
+	return v, database.String, v.check()
+}
+
+// readWsrep reports whether @@wsrep_on is ON (no row: no wsrep at all).
+func readWsrep(ctx context.Context, db *sql.DB, stmts *statements) (bool, error) {
+	rows, err := db.QueryContext(ctx, stmts.get(sqlServerWsrep, 0))
+	if err != nil {
+		return false, fmt.Errorf("dbq: mysql: reading wsrep_on: %w", err)
+	}
+	defer rows.Close()
+	on := false
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return false, fmt.Errorf("dbq: mysql: reading wsrep_on: %w", err)
+		}
+		on = on || strings.EqualFold(value, "ON") || value == "1"
+	}
+	return on, rows.Err()
 }

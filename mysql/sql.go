@@ -1,32 +1,25 @@
 package mysql
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
 	"strings"
 	"sync"
-	"text/template"
 
 	"github.com/dbqueue/dbq/dialect"
 )
 
-// The statements, one file each in sql/, named as in the other dialects
-// where the statement exists there. They are text/template files rendered
-// with [stmtData]: .Jobs and .Queues are the validated, quoted, qualified
-// names of the jobs table and of the queues (pause) table, .ClaimIndex the
-// quoted name of the claim index, .List n "?" placeholders for an IN list
-// and .Rows a slice of length n to range over for per-row groups; jobs.sql
-// also sees the filters of its variant. Values always travel as
-// parameters. Full-line "--" comments are dropped when a file is loaded,
-// so a comment can never hold a stray placeholder.
+// The statements, one file each in sql/ (those of package move in
+// sql/move/), named as in the other dialects where the statement exists
+// there, rendered by [dialect.LoadSQL] with its vocabulary ({{table
+// "jobs"}}, {{ident "jobs_claim"}}, {{params .N}}, {{range rows .N}}) and
+// [stmtData]. Values always travel as parameters.
 //
-//go:embed sql/*.sql
+//go:embed sql/*.sql sql/move/*.sql
 var sqlFiles embed.FS
 
-// Statement names: the file names without ".sql".
+// Statement names: the file names without ".sql"; "move/" names a file of
+// sql/move/.
 const (
 	sqlEnqueue          = "enqueue"
 	sqlEnqueueIDs       = "enqueue_ids"
@@ -47,6 +40,7 @@ const (
 	sqlServer           = "server"
 	sqlServerWsrep      = "server_wsrep"
 	sqlSession          = "session"
+	sqlConnectionID     = "connection_id"
 
 	sqlEnqueueUnique       = "enqueue_unique"
 	sqlJobs                = "jobs"
@@ -59,53 +53,23 @@ const (
 	sqlPaused              = "paused"
 	sqlRescueGetLock       = "rescue_get_lock"
 	sqlRescueReleaseLock   = "rescue_release_lock"
+
+	sqlMoveIdentity     = "move/identity"
+	sqlMoveIdentityHost = "move/identity_host"
+	sqlMoveLimits       = "move/limits"
+	sqlMoveSurvey       = "move/survey"
+	sqlMoveExport       = "move/export"
+	sqlMoveExportLock   = "move/export_lock"
+	sqlMoveDelete       = "move/delete"
+	sqlMoveInsert       = "move/insert"
+	sqlMoveStored       = "move/stored"
 )
 
-var templates = sync.OnceValues(func() (map[string]*template.Template, error) {
-	names, err := fs.Glob(sqlFiles, "sql/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]*template.Template, len(names))
-	for _, n := range names {
-		b, err := sqlFiles.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		name := strings.TrimSuffix(path.Base(n), ".sql")
-		t, err := template.New(name).Option("missingkey=error").Parse(stripComments(string(b)))
-		if err != nil {
-			return nil, fmt.Errorf("dbq: mysql: sql/%s.sql: %w", name, err)
-		}
-		out[name] = t
-	}
-	return out, nil
-})
-
-// stripComments drops full-line "--" comments and blank lines.
-func stripComments(s string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(s, "\n") {
-		t := strings.TrimSpace(line)
-		if t == "" || strings.HasPrefix(t, "--") {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(strings.TrimRight(line, " \t\r"))
-	}
-	return b.String()
-}
-
-// stmtData is what a statement template sees.
+// stmtData is a statement file's data besides the shared vocabulary.
 type stmtData struct {
-	Jobs       string
-	Queues     string
-	Schedules  string
-	ClaimIndex string
-	List       string
-	Rows       []struct{}
+	// N is the length of the IN list ({{params .N}}) or the number of
+	// per-row groups ({{range rows .N}}).
+	N int
 
 	// The filters of a jobs.sql variant: each adds a condition on a bind
 	// parameter; DeadOfQueue (queue and state 'dead') picks the claim index.
@@ -117,10 +81,14 @@ type stmtData struct {
 	CandidateIsolation string
 }
 
-// statements renders and caches the statements for one table.
+// statements renders and caches the statements for one set of names.
 type statements struct {
-	base  stmtData
-	cache sync.Map // stmtKey -> string
+	files, move *dialect.SQLFiles
+	// jobsTable and queuesTable are the quoted, qualified table names, for
+	// log lines and errors.
+	jobsTable, queuesTable string
+	base                   stmtData
+	cache                  sync.Map // stmtKey -> string
 }
 
 type stmtKey struct {
@@ -129,21 +97,22 @@ type stmtKey struct {
 }
 
 func newStatements(n dialect.Names, lockWaitSeconds int) (*statements, error) {
+	files, err := dialect.LoadSQL(sqlFiles, "sql/*.sql", dialect.MySQL, n, dialect.SQLOptions{})
+	if err != nil {
+		return nil, err
+	}
+	move, err := dialect.LoadSQL(sqlFiles, "sql/move/*.sql", dialect.MySQL, n, dialect.SQLOptions{})
+	if err != nil {
+		return nil, err
+	}
 	n = n.WithDefaults()
-	if err := n.Validate(); err != nil {
-		return nil, err
-	}
-	if _, err := templates(); err != nil {
-		return nil, err
-	}
-	return &statements{base: stmtData{
-		Jobs:               n.Qualified(dialect.MySQL, n.Jobs()),
-		Queues:             n.Qualified(dialect.MySQL, n.Prefix+"queues"),
-		Schedules:          n.Qualified(dialect.MySQL, n.Prefix+"schedules"),
-		ClaimIndex:         dialect.Quote(dialect.MySQL, n.Prefix+"jobs_claim"),
-		LockWaitSeconds:    lockWaitSeconds,
-		CandidateIsolation: "READ UNCOMMITTED",
-	}}, nil
+	return &statements{
+		files:       files,
+		move:        move,
+		jobsTable:   n.Qualified(dialect.MySQL, n.Jobs()),
+		queuesTable: n.Qualified(dialect.MySQL, n.Prefix+"queues"),
+		base:        stmtData{LockWaitSeconds: lockWaitSeconds, CandidateIsolation: "READ UNCOMMITTED"},
+	}, nil
 }
 
 // maxCached bounds the list lengths whose rendering is kept: batches are
@@ -166,10 +135,7 @@ func (s *statements) get(name string, n int) string {
 
 func (s *statements) render(name string, n int) string {
 	d := s.base
-	if n > 0 {
-		d.List = strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-		d.Rows = make([]struct{}, n)
-	}
+	d.N = n
 	return s.renderData(name, d)
 }
 
@@ -199,18 +165,16 @@ func (s *statements) jobs(byQueue, byState, dead bool) string {
 	return q
 }
 
+// renderData renders a statement; the files were parsed by newStatements,
+// so a failure is a bug in a file.
 func (s *statements) renderData(name string, d stmtData) string {
-	ts, err := templates()
+	files := s.files
+	if m, ok := strings.CutPrefix(name, "move/"); ok {
+		files, name = s.move, m
+	}
+	q, err := files.Render(name, d)
 	if err != nil {
-		panic(err) // checked in newStatements
+		panic(fmt.Sprintf("dbq: mysql: %v", err))
 	}
-	t := ts[name]
-	if t == nil {
-		panic("dbq: mysql: no statement " + name)
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, d); err != nil {
-		panic(fmt.Sprintf("dbq: mysql: sql/%s.sql: %v", name, err))
-	}
-	return b.String()
+	return q
 }

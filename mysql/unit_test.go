@@ -22,10 +22,7 @@ func TestStatementsRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := templates()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts := st.files.Names()
 	// Placeholders per statement for a list of n.
 	want := map[string]func(n int) int{
 		sqlEnqueue:          func(n int) int { return 8 * n },
@@ -47,6 +44,7 @@ func TestStatementsRender(t *testing.T) {
 		sqlServer:           func(int) int { return 0 },
 		sqlServerWsrep:      func(int) int { return 0 },
 		sqlSession:          func(int) int { return 0 },
+		sqlConnectionID:     func(int) int { return 0 },
 
 		sqlEnqueueUnique:       func(int) int { return 7 },
 		sqlJobs:                func(int) int { return 2 }, // no filter; TestJobsStatement has the rest
@@ -61,7 +59,7 @@ func TestStatementsRender(t *testing.T) {
 		sqlRescueReleaseLock:   func(int) int { return 1 },
 	}
 	// The statements that name no table, and those of the queues table.
-	noTable := map[string]bool{sqlServer: true, sqlServerWsrep: true, sqlSession: true, sqlRescueGetLock: true, sqlRescueReleaseLock: true}
+	noTable := map[string]bool{sqlServer: true, sqlServerWsrep: true, sqlSession: true, sqlConnectionID: true, sqlRescueGetLock: true, sqlRescueReleaseLock: true}
 	queuesOnly := map[string]bool{sqlSetPaused: true, sqlPaused: true}
 	if len(ts) != len(want)+len(schedulePlaceholders) {
 		t.Errorf("%d statement files, %d known", len(ts), len(want))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strings"
 
 	"github.com/dbqueue/dbq/queue"
 	"github.com/jackc/pgx/v5"
@@ -105,30 +104,23 @@ func (s sqlQuerier) queryID(ctx context.Context, query string, args ...any) (int
 	return id, err == nil, err
 }
 
-// Jobs lists jobs that match f in id order (jobs.sql). Each filter adds
-// fixed text, a value as a bind parameter; the dead filter is a literal so
-// that the planner can use the partial index jobs_dead. Jobs an advisory
+// Jobs lists jobs that match f in id order (jobs.sql, rendered for each
+// combination of filters, a value as a bind parameter). Jobs an advisory
 // claimer holds are listed as claimed.
 func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
 	args := []any{f.AfterID, f.Limit}
-	var filter, state string
-	if f.Queue != "" {
+	filter := jobsFilter{Queue: f.Queue != ""}
+	if filter.Queue {
 		args = append(args, f.Queue)
-		filter = fmt.Sprintf(" AND j.queue = $%d", len(args))
 	}
 	switch f.State {
-	case queue.StateDead:
-		filter += " AND j.state = 'dead'"
-	case queue.StateReady:
-		state = " AND state = 'ready' AND NOT held"
-	case queue.StateClaimed:
-		state = " AND (state = 'claimed' OR state = 'ready' AND held)"
+	case queue.StateDead, queue.StateReady, queue.StateClaimed:
+		filter.State = f.State
 	}
-	stmt := strings.NewReplacer("/*filter*/", filter, "/*state*/", state).Replace(d.stmts.jobs)
-	rows, err := d.pool.Query(ctx, stmt, args...)
+	rows, err := d.pool.Query(ctx, d.stmts.jobs[filter], args...)
 	if err != nil {
 		return nil, failed(ctx, "jobs", err)
 	}
@@ -228,4 +220,25 @@ func chunks(ids []int64, n int) iter.Seq[[]int64] { return slices.Chunk(ids, n) 
 func sortedIDs(ids []int64) []int64 {
 	slices.Sort(ids)
 	return ids
+}
+
+// Stats counts jobs per queue, ordered by name. Jobs an advisory claimer
+// holds are found in pg_locks and counted as Held, like claimed rows.
+func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := d.pool.Query(ctx, d.stmts.stats)
+	if err != nil {
+		return nil, interpret("stats", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.QueueStats, error) {
+		var s queue.QueueStats
+		err := r.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused)
+		return s, err
+	})
+	if err != nil {
+		return nil, interpret("stats", err)
+	}
+	return out, nil
 }

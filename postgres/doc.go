@@ -137,4 +137,14 @@
 // default), so an advisory claimer keeps the locks of the jobs it is
 // running, and a claim either took effect and returns its jobs or left
 // nothing behind: no lock, no claimed row.
+//
+// # Files
+//
+// Each step has the file of the same name in every dialect's folder:
+// postgres.go (Config, New, Open, OpenDB, Migrate, the Driver), dsn.go
+// (reading a DSN), enqueue.go, claim.go (what both claimers share) with
+// claim_advisory.go and claim_skiplocked.go, rescue.go, admin.go,
+// schedule.go, move.go, errors.go, and sql.go, the table of statements:
+// one file each in sql/, and sql/move/ for package move, rendered by
+// dialect.LoadSQL. waker.go (LISTEN/NOTIFY) is this dialect's own.
 package postgres

@@ -101,3 +101,10 @@ func isCode(err error, code string) bool {
 func ctxErr(op string, ctx context.Context) error {
 	return fmt.Errorf("dbq: postgres: %s: %w", op, context.Cause(ctx))
 }
+
+func failed(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil && (isCode(err, codeQueryCanceled) || errors.Is(err, context.Canceled)) {
+		return ctxErr(op, ctx)
+	}
+	return interpret(op, err)
+}

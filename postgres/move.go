@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,84 +15,6 @@ import (
 
 var _ queue.Mover = (*Driver)(nil)
 
-// The statements of package move. {{jobs}} is the only text spliced in.
-const (
-	// moveIdentity: the cluster's system identifier (the same however the
-	// server is reached), and the database.
-	moveIdentitySQL = `SELECT system_identifier::text, current_database() FROM pg_control_system()`
-
-	// moveAddressSQL: where pg_control_system() is not granted, the
-	// server's address (or "local" over a socket) and port instead.
-	moveAddressSQL = `SELECT coalesce(host(inet_server_addr()), 'local') || ':' || current_setting('port'), current_database()`
-
-	// moveSurvey: the largest payload and key among the selected jobs.
-	moveSurveySQL = `SELECT coalesce(max(octet_length(payload)), 0), coalesce(max(octet_length(dedupe_key)), 0),
-       coalesce(max(char_length(dedupe_key)), 0)
-FROM {{jobs}}
-WHERE ($1::text[] IS NULL OR queue = ANY($1::text[]))
-  AND ((state = 'ready' AND run_at <= now() AND $2::bool)
-    OR (state = 'ready' AND run_at > now() AND $3::bool)
-    OR (state = 'dead' AND $4::bool))`
-
-	// moveExport: candidates in id order without locks, then each locked
-	// on its own, by primary key in a LATERAL subquery (so that no plan
-	// can take locks on rows outside the batch): the row by FOR UPDATE
-	// SKIP LOCKED (lease claimers skip it, and a row a claim or a retry
-	// changed meanwhile fails the recheck of the filter), the job's
-	// advisory key by pg_try_advisory_xact_lock (advisory claimers skip
-	// it, and a job an advisory claimer holds is passed over). Both locks
-	// last until the batch's transaction ends. The last column is the
-	// largest candidate id, the next batch's cursor.
-	moveExportSQL = `WITH c AS MATERIALIZED (
-    SELECT id FROM {{jobs}}
-    WHERE id > $1
-      AND ($2::text[] IS NULL OR queue = ANY($2::text[]))
-      AND ((state = 'ready' AND run_at <= now() AND $3::bool)
-        OR (state = 'ready' AND run_at > now() AND $4::bool)
-        OR (state = 'dead' AND $5::bool))
-    ORDER BY id
-    LIMIT $6
-), locked AS (
-    SELECT l.*
-    FROM c CROSS JOIN LATERAL (
-        SELECT j.id, j.queue, j.payload, j.priority, j.run_at, j.attempt, j.max_attempts, j.state,
-               j.last_error, j.dedupe_key, j.created_at
-        FROM {{jobs}} j
-        WHERE j.id = c.id
-          AND ((j.state = 'ready' AND j.run_at <= now() AND $3::bool)
-            OR (j.state = 'ready' AND j.run_at > now() AND $4::bool)
-            OR (j.state = 'dead' AND $5::bool))
-          AND pg_try_advisory_xact_lock(j.tableoid::int4, j.id::bit(32)::int4)
-        FOR UPDATE OF j SKIP LOCKED
-    ) AS l
-)
-SELECT l.*, (SELECT max(id) FROM c) FROM (SELECT 1) AS one LEFT JOIN locked l ON true ORDER BY l.id`
-
-	moveDeleteSQL = `DELETE FROM {{jobs}} WHERE id = ANY($1::int8[])`
-
-	// moveImport stores jobs as they were; a (queue, dedupe_key) already
-	// stored is skipped. moveStored then reads every job of the batch by
-	// its key: the new ones and those that were there.
-	moveImportSQL = `INSERT INTO {{jobs}}
-    (queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at)
-SELECT u.queue, u.payload, u.priority, u.run_at, u.attempt, u.max_attempts, u.state, u.last_error, u.dedupe_key, u.created_at
-FROM unnest($1::text[], $2::bytea[], $3::int2[], $4::timestamptz[], $5::int4[], $6::int4[], $7::text[], $8::text[],
-            $9::text[], $10::timestamptz[])
-     WITH ORDINALITY AS u(queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at, ord)
-ORDER BY u.ord
-ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
-RETURNING id`
-
-	moveStoredSQL = `SELECT j.id, j.queue, j.payload, j.priority, j.run_at, j.attempt, j.max_attempts, j.state,
-       j.last_error, j.dedupe_key, j.created_at
-FROM {{jobs}} j JOIN unnest($1::text[], $2::text[]) AS k(queue, dedupe_key)
-  ON j.queue = k.queue AND j.dedupe_key = k.dedupe_key`
-
-	moveNotifySQL = `SELECT pg_notify($1::text, q) FROM (SELECT DISTINCT unnest($2::text[]) AS q) AS x`
-)
-
-func (d *Driver) moveSQL(s string) string { return strings.ReplaceAll(s, tableMarker, d.stmts.table) }
-
 // Identity implements queue.Mover: postgres://<system identifier>/<database>/<table>,
 // the same over a socket or TCP and from any address of the server. Where
 // the role may not call pg_control_system(), the server's address and port
@@ -103,9 +24,9 @@ func (d *Driver) Identity(ctx context.Context) (string, error) {
 		return "", queue.ErrClosed
 	}
 	var server, db string
-	err := d.pool.QueryRow(ctx, moveIdentitySQL).Scan(&server, &db)
+	err := d.pool.QueryRow(ctx, d.move.identity).Scan(&server, &db)
 	if isCode(err, codeInsufficientPrivilege) {
-		err = d.pool.QueryRow(ctx, moveAddressSQL).Scan(&server, &db)
+		err = d.pool.QueryRow(ctx, d.move.address).Scan(&server, &db)
 	}
 	if err != nil {
 		return "", interpret("identity", err)
@@ -119,7 +40,7 @@ func (d *Driver) Survey(ctx context.Context, f queue.ExportFilter) (queue.Survey
 	if d.closed.Load() {
 		return s, queue.ErrClosed
 	}
-	err := d.pool.QueryRow(ctx, d.moveSQL(moveSurveySQL), queuesArg(f.Queues), f.Ready, f.Scheduled, f.Dead).
+	err := d.pool.QueryRow(ctx, d.move.survey, queuesArg(f.Queues), f.Ready, f.Scheduled, f.Dead).
 		Scan(&s.MaxPayload, &s.MaxKeyBytes, &s.MaxKeyChars)
 	if err != nil {
 		return s, interpret("survey", err)
@@ -156,7 +77,7 @@ func (d *Driver) Export(ctx context.Context, f queue.ExportFilter) (queue.Export
 		return nil, interpret("export", err)
 	}
 	b := &exportBatch{d: d, conn: conn, tx: tx}
-	rows, err := tx.Query(ctx, d.moveSQL(moveExportSQL), f.AfterID, queuesArg(f.Queues), f.Ready, f.Scheduled, f.Dead, f.Limit)
+	rows, err := tx.Query(ctx, d.move.export, f.AfterID, queuesArg(f.Queues), f.Ready, f.Scheduled, f.Dead, f.Limit)
 	if err != nil {
 		b.end(ctx)
 		return nil, failed(ctx, "export", err)
@@ -212,7 +133,7 @@ func (b *exportBatch) Commit(ctx context.Context, ids []int64) error {
 	b.once.Do(func() {
 		defer b.conn.Release()
 		if len(ids) > 0 {
-			if _, err = b.tx.Exec(ctx, b.d.moveSQL(moveDeleteSQL), ids); err != nil {
+			if _, err = b.tx.Exec(ctx, b.d.move.delete, ids); err != nil {
 				_ = b.tx.Rollback(context.WithoutCancel(ctx))
 				err = failed(ctx, "export commit", err)
 				return
@@ -285,12 +206,12 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 	}
 	var out []queue.Imported
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		added, err := queryIDs(ctx, tx, d.moveSQL(moveImportSQL), queues, payloads, priorities, runAts, attempts,
+		added, err := queryIDs(ctx, tx, d.move.insert, queues, payloads, priorities, runAts, attempts,
 			maxAttempts, states, lastErrs, keys, createdAts)
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, d.moveSQL(moveStoredSQL), queues, keys)
+		rows, err := tx.Query(ctx, d.move.stored, queues, keys)
 		if err != nil {
 			return err
 		}
@@ -303,7 +224,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 			return err
 		}
 		if ch := d.channelArg(); ch != nil && len(added) > 0 {
-			if _, err := tx.Exec(ctx, moveNotifySQL, ch, queues); err != nil {
+			if _, err := tx.Exec(ctx, d.move.notify, ch, queues); err != nil {
 				return err
 			}
 		}
@@ -315,7 +236,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 	return out, nil
 }
 
-// collectStored reads rows of moveStoredSQL.
+// collectStored reads rows of stored.sql.
 func collectStored(rows pgx.Rows) ([]*queue.Job, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) {
 		var (
@@ -335,7 +256,7 @@ func collectStored(rows pgx.Rows) ([]*queue.Job, error) {
 	})
 }
 
-// Stored implements queue.Mover with moveStoredSQL, outside a transaction.
+// Stored implements queue.Mover with stored.sql, outside a transaction.
 // A job an advisory claimer holds reads as it is stored: ready.
 func (d *Driver) Stored(ctx context.Context, keys []queue.JobKey) ([]*queue.Job, error) {
 	if d.closed.Load() {
@@ -348,7 +269,7 @@ func (d *Driver) Stored(ctx context.Context, keys []queue.JobKey) ([]*queue.Job,
 	for i, k := range keys {
 		queues[i], dedupe[i] = k.Queue, k.DedupeKey
 	}
-	rows, err := d.pool.Query(ctx, d.moveSQL(moveStoredSQL), queues, dedupe)
+	rows, err := d.pool.Query(ctx, d.move.stored, queues, dedupe)
 	if err != nil {
 		return nil, interpret("stored", err)
 	}

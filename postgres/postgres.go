@@ -10,11 +10,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/migrations"
 	"github.com/dbqueue/dbq/queue"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 )
@@ -45,6 +45,29 @@ func (s Strategy) String() string {
 		return "skiplocked"
 	}
 	return fmt.Sprintf("Strategy(%d)", int(s))
+}
+
+// ParseStrategy returns the strategy name names, as String spells it:
+// "advisory" or "skiplocked", in any case and with any '-' or '_' (so
+// "skip_locked" too). "" is Advisory, the default. Another name is an
+// error wrapping queue.ErrInvalidConfig.
+func ParseStrategy(name string) (Strategy, error) {
+	key := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, name)
+	for _, s := range []Strategy{Advisory, SkipLocked} {
+		if key == s.String() {
+			return s, nil
+		}
+	}
+	if key == "" {
+		return Advisory, nil
+	}
+	return Advisory, fmt.Errorf("%w: postgres has no claim strategy %q (want %s or %s)",
+		queue.ErrInvalidConfig, name, Advisory, SkipLocked)
 }
 
 // Config configures the PostgreSQL dialect. The zero value means the
@@ -86,15 +109,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// DefaultMaxConns is the pool size [Open] uses when the DSN sets no
-// pool_max_conns: each advisory claimer keeps one connection for its life,
-// so pgx's default of max(4, CPUs) is easily too small.
-const DefaultMaxConns = 16
-
-// rescueLimit is the most expired leases one rescue statement returns to
-// ready (rescue.sql).
-const rescueLimit = 1000
-
 // Driver is the PostgreSQL [queue.Driver]. Get it from a Queue with
 // q.Driver().(*postgres.Driver), for example to reach [Driver.Pool] or
 // [Driver.Rescue].
@@ -103,6 +117,7 @@ type Driver struct {
 	ownPool bool // opened by Open, closed by Close
 	cfg     Config
 	stmts   *statements
+	move    *moveStatements
 	log     *slog.Logger
 	leaseUS int64
 
@@ -146,12 +161,9 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	pc, err := pgxpool.ParseConfig(dsn)
+	pc, err := parseDSN(dsn)
 	if err != nil {
-		return nil, badDSN(dsn, err)
-	}
-	if !strings.Contains(dsn, "pool_max_conns") {
-		pc.MaxConns = max(pc.MaxConns, DefaultMaxConns)
+		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
@@ -174,21 +186,15 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	return q, nil
 }
 
-// badDSN is the error for a DSN pgx cannot parse, without its password and
-// without wrapping pgx's error (which holds the parsed config).
-func badDSN(dsn string, err error) error {
-	return fmt.Errorf("%w: postgres: bad DSN %s: %s", queue.ErrInvalidConfig, dialect.Redact(dsn), dialect.Redact(err.Error()))
-}
-
 // OpenDB opens a *sql.DB (driver pgx/v5/stdlib) for dsn, for migrations and
 // for callers that enqueue in database/sql transactions. It does not
 // connect; errors never hold the DSN's password.
 func OpenDB(dsn string) (*sql.DB, error) {
-	cc, err := pgx.ParseConfig(dsn)
+	pc, err := parseDSN(dsn)
 	if err != nil {
-		return nil, badDSN(dsn, err)
+		return nil, err
 	}
-	return stdlib.OpenDB(*cc), nil
+	return stdlib.OpenDB(*pc.ConnConfig), nil
 }
 
 // SQLDB returns a *sql.DB that borrows its connections from pool, for
@@ -223,11 +229,16 @@ func newDriver(pool *pgxpool.Pool, own bool, cfg Config) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
+	move, err := loadMoveStatements(cfg.Names())
+	if err != nil {
+		return nil, err
+	}
 	return &Driver{
 		pool:     pool,
 		ownPool:  own,
 		cfg:      cfg,
 		stmts:    stmts,
+		move:     move,
 		log:      cfg.Logger,
 		leaseUS:  cfg.Lease.Microseconds(),
 		claimers: map[*AdvisoryClaimer]struct{}{},
@@ -246,150 +257,10 @@ func (d *Driver) Strategy() Strategy { return d.cfg.Strategy }
 // Table returns the quoted, qualified name of the jobs table.
 func (d *Driver) Table() string { return d.stmts.table }
 
-// NewClaimer returns an *AdvisoryClaimer, which takes one connection from
-// the pool and keeps it until Close, or a *SkipLockedClaimer, which borrows
-// a connection per call.
-func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, ctxErr("new claimer", ctx)
-	}
-	if d.cfg.Strategy == SkipLocked {
-		return newSkipLockedClaimer(d), nil
-	}
-	c := newAdvisoryClaimer(d)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.connect(ctx); err != nil {
-		return nil, err
-	}
-	if err := d.ownSession(ctx, c.pid); err != nil {
-		c.dropConn()
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed.Load() {
-		c.dropConn()
-		return nil, queue.ErrClosed
-	}
-	d.claimers[c] = struct{}{}
-	return c, nil
-}
-
-// sessionProbeWait bounds the wait for a second pool connection in
-// ownSession.
-const sessionProbeWait = 2 * time.Second
-
-// ownSession refuses, with queue.ErrUnsupportedServer and the setup to use
-// instead, a pool whose connections do not each have a session of their
-// own: a transaction pooler (PgBouncer with pool_mode = transaction) hands
-// one client connection's statements to any server connection, and the
-// advisory locks taken through it land in sessions other clients then use
-// (1,243 jobs of 3,000 ran twice that way). pid is the server process the
-// claimer's connection reached; a second connection of the pool that
-// reaches the same one shares sessions. Such a pooler reuses the server
-// connection a client just left, so the probe finds it; where it does not
-// (a pool with no connection to spare, other pooler settings), the session
-// guard in every statement of the claimer still stops the first one that
-// runs elsewhere, before it takes, checks or releases a lock. Passed once
-// per Driver.
-func (d *Driver) ownSession(ctx context.Context, pid int32) error {
-	if d.sessionChecked.Load() {
-		return nil
-	}
-	actx, cancel := context.WithTimeout(ctx, sessionProbeWait)
-	defer cancel()
-	conn, err := d.pool.Acquire(actx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctxErr("new claimer", ctx)
-		}
-		return nil // no connection to spare: the session guard stands alone
-	}
-	defer conn.Release()
-	var other int32
-	if err := conn.QueryRow(actx, "SELECT pg_backend_pid()").Scan(&other); err != nil {
-		return interpret("check the session", err)
-	}
-	if other == pid {
-		return fmt.Errorf("%w: postgres: two connections of the pool reached the same server process %d; %s",
-			queue.ErrUnsupportedServer, pid, adviceAdvisory)
-	}
-	d.sessionChecked.Store(true)
-	return nil
-}
-
 func (d *Driver) forget(c *AdvisoryClaimer) {
 	d.mu.Lock()
 	delete(d.claimers, c)
 	d.mu.Unlock()
-}
-
-// Stats counts jobs per queue, ordered by name. Jobs an advisory claimer
-// holds are found in pg_locks and counted as Held, like claimed rows.
-func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	rows, err := d.pool.Query(ctx, d.stmts.stats)
-	if err != nil {
-		return nil, interpret("stats", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.QueueStats, error) {
-		var s queue.QueueStats
-		err := r.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused)
-		return s, err
-	})
-	if err != nil {
-		return nil, interpret("stats", err)
-	}
-	return out, nil
-}
-
-// Rescue returns every expired lease to ready (in statements of at most
-// 1000 rows) and says how many it returned. SKIP LOCKED claimers run one
-// such statement on their own at most every quarter lease, so calling it is
-// only needed to make jobs claimable (and counted as ready) sooner. It is a
-// no-op for the Advisory strategy, whose claims end with their connection.
-func (d *Driver) Rescue(ctx context.Context) (int, error) {
-	if d.closed.Load() {
-		return 0, queue.ErrClosed
-	}
-	total := 0
-	for {
-		n, err := d.rescueOnce(ctx)
-		total += n
-		if err != nil || n < rescueLimit {
-			return total, err
-		}
-	}
-}
-
-func (d *Driver) rescueOnce(ctx context.Context) (int, error) {
-	ids, err := queryIDs(ctx, d.pool, d.stmts.rescue, d.stmts.rescueKey)
-	if err != nil {
-		return 0, interpret("rescue", err)
-	}
-	d.lastRescue.Store(time.Now().UnixNano())
-	return len(ids), nil
-}
-
-// maybeRescue runs one rescue statement when none has run for a quarter
-// lease, so expired leases come back without a separate process.
-func (d *Driver) maybeRescue(ctx context.Context) error {
-	last := d.lastRescue.Load()
-	now := time.Now().UnixNano()
-	if now-last < int64(d.cfg.Lease/4) || !d.lastRescue.CompareAndSwap(last, now) {
-		return nil
-	}
-	n, err := d.rescueOnce(ctx)
-	if n > 0 {
-		d.log.Debug("dbq: returned expired leases to ready", "jobs", n)
-	}
-	return err
 }
 
 // Close closes the claimers still open, giving back their jobs, and then

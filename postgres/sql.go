@@ -2,25 +2,19 @@ package postgres
 
 import (
 	"embed"
-	"fmt"
-	"hash/fnv"
-	"strings"
+	"text/template"
 
 	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/queue"
 )
 
-// The statements live in sql/, one file per statement. {{jobs}} marks the
-// jobs table and {{queues}} the pause table; they are replaced by the
-// validated, quoted, qualified names and are the only text ever spliced in. Every value is a bind parameter.
+// The statements live in sql/ (those of package move in sql/move/), one
+// file per statement, rendered by dialect.LoadSQL: the validated, quoted,
+// qualified table names and the notification channel are the only text
+// ever put in. Every value is a bind parameter.
 //
-//go:embed sql/*.sql
+//go:embed sql/*.sql sql/move/*.sql
 var sqlFiles embed.FS
-
-const (
-	tableMarker     = "{{jobs}}"
-	queuesMarker    = "{{queues}}"
-	schedulesMarker = "{{schedules}}"
-)
 
 // statements holds the rendered SQL for one jobs table.
 type statements struct {
@@ -29,7 +23,7 @@ type statements struct {
 	// channel is the table's NOTIFY channel (waker.go).
 	channel string
 
-	enqueue, stats, namespace string
+	enqueue, stats, namespace, backendPID, listen string
 
 	// Advisory strategy.
 	claimAdvisory, postcheck, completeAdvisory, retryAdvisory string
@@ -40,12 +34,28 @@ type statements struct {
 	release, extend, rescue                              string
 	rescueKey                                            int64 // rescue.sql's advisory lock key
 
-	// Admin.
-	enqueueUnique, dedupeExisting, jobs, cancel   string
+	// Admin. jobs has one statement per filter (jobs.sql).
+	jobs                                          map[jobsFilter]string
+	enqueueUnique, dedupeExisting, cancel         string
 	retryDeadIDs, retryDeadAll, setPaused, paused string
 
 	// Schedules (schedule.go).
 	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused string
+}
+
+// jobsFilter is jobs.sql's data: a queue filter or not, and the state
+// filtered on ("" for none).
+type jobsFilter struct {
+	Queue bool
+	State queue.State
+}
+
+// jobsStates are the states jobs.sql filters on.
+var jobsStates = []queue.State{"", queue.StateDead, queue.StateReady, queue.StateClaimed}
+
+// moveStatements holds the rendered SQL of package move (move.go).
+type moveStatements struct {
+	identity, address, survey, export, delete, insert, stored, notify string
 }
 
 func loadStatements(names dialect.Names) (*statements, error) {
@@ -56,12 +66,30 @@ func loadStatements(names dialect.Names) (*statements, error) {
 	s := &statements{
 		table:  names.Qualified(dialect.Postgres, names.Jobs()),
 		queues: names.Qualified(dialect.Postgres, names.Prefix+"queues"),
+		jobs:   map[jobsFilter]string{},
 	}
-	schedules := names.Qualified(dialect.Postgres, names.Prefix+"schedules")
-	for file, dst := range map[string]*string{
+	s.channel = channelName(s.table)
+	s.rescueKey = tableKey("rescue", s.table)
+	files, err := dialect.LoadSQL(sqlFiles, "sql/*.sql", dialect.Postgres, names, dialect.SQLOptions{
+		Funcs: template.FuncMap{"channel": func() string { return dialect.Quote(dialect.Postgres, s.channel) }},
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, byQueue := range []bool{false, true} {
+		for _, state := range jobsStates {
+			f := jobsFilter{Queue: byQueue, State: state}
+			if s.jobs[f], err = files.Render("jobs", f); err != nil {
+				return nil, err
+			}
+		}
+	}
+	err = files.Text(map[string]*string{
 		"enqueue":             &s.enqueue,
 		"stats":               &s.stats,
 		"namespace":           &s.namespace,
+		"backend_pid":         &s.backendPID,
+		"listen":              &s.listen,
 		"claim_advisory":      &s.claimAdvisory,
 		"postcheck":           &s.postcheck,
 		"complete_advisory":   &s.completeAdvisory,
@@ -78,7 +106,6 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"rescue":              &s.rescue,
 		"enqueue_unique":      &s.enqueueUnique,
 		"dedupe_existing":     &s.dedupeExisting,
-		"jobs":                &s.jobs,
 		"cancel":              &s.cancel,
 		"retry_dead_ids":      &s.retryDeadIDs,
 		"retry_dead_all":      &s.retryDeadAll,
@@ -88,22 +115,31 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"schedule_advance":    &s.scheduleAdvance,
 		"schedules":           &s.scheduleList,
 		"schedule_set_paused": &s.scheduleSetPaused,
-	} {
-		b, err := sqlFiles.ReadFile("sql/" + file + ".sql")
-		if err != nil {
-			return nil, fmt.Errorf("dbq: postgres: statement %s: %w", file, err)
-		}
-		*dst = strings.NewReplacer(tableMarker, s.table, queuesMarker, s.queues, schedulesMarker, schedules).Replace(string(b))
+	})
+	if err != nil {
+		return nil, err
 	}
-	s.rescueKey = tableKey("rescue", s.table)
-	s.channel = channelName(s.table)
 	return s, nil
 }
 
-// tableKey derives a one-argument advisory lock key for purpose on table
-// (its quoted, qualified name), the same in every process.
-func tableKey(purpose, table string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte("dbq/" + purpose + "/" + table))
-	return int64(h.Sum64())
+func loadMoveStatements(names dialect.Names) (*moveStatements, error) {
+	files, err := dialect.LoadSQL(sqlFiles, "sql/move/*.sql", dialect.Postgres, names, dialect.SQLOptions{})
+	if err != nil {
+		return nil, err
+	}
+	m := &moveStatements{}
+	err = files.Text(map[string]*string{
+		"identity": &m.identity,
+		"address":  &m.address,
+		"survey":   &m.survey,
+		"export":   &m.export,
+		"delete":   &m.delete,
+		"insert":   &m.insert,
+		"stored":   &m.stored,
+		"notify":   &m.notify,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
 	"github.com/jackc/pgx/v5"
 )
@@ -148,7 +147,7 @@ func (l *listener) listenOnce(ctx context.Context, d *Driver) (listening bool, e
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+dialect.Quote(dialect.Postgres, d.stmts.channel)); err != nil {
+	if _, err := conn.Exec(ctx, d.stmts.listen); err != nil {
 		return false, err
 	}
 	// Jobs may have been committed before LISTEN took effect.

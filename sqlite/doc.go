@@ -19,11 +19,13 @@
 // ([BusyTimeout]); a SQLITE_BUSY that still gets through is retried a few
 // times with jitter and otherwise returned as a dialect.RetryableError.
 //
-// [Open] sets, on every connection of its pool through the DSN ([DSN]):
-// journal_mode=WAL (readers never block the writer, nor it them),
-// synchronous=NORMAL (durable across a process crash; the last
-// transactions may be lost on power failure), busy_timeout, and BEGIN
-// IMMEDIATE for transactions. With [New], the caller opens the *sql.DB and
+// [Open] and [OpenDB] take a path or a DSN, sqlite:path, sqlite://path,
+// sqlite:///abs/path (sqlite3: and file: likewise), with query parameters
+// for the driver (dsn.go). [Open] sets, on every connection of its pool
+// through the DSN ([DSN]): journal_mode=WAL (readers never block the
+// writer, nor it them), synchronous=NORMAL (durable across a process
+// crash; the last transactions may be lost on power failure),
+// busy_timeout, and BEGIN IMMEDIATE for transactions. With [New], the caller opens the *sql.DB and
 // should use [DSN] to get the same settings.
 //
 // Many processes on one host may share a file. A network filesystem (NFS,
@@ -53,8 +55,9 @@
 //
 // Times are INTEGER microseconds since the Unix epoch, UTC, computed by the
 // database (`unixepoch('subsec')`, millisecond resolution), never by the Go
-// clock. The statements are embedded files in sql/, one per statement; the
-// only text spliced into them is the validated, quoted table name. Batches
+// clock. The statements are embedded files in sql/ (and sql/move/ for
+// package move), one per statement, rendered by dialect.LoadSQL; the only
+// text spliced into them is the validated, quoted table names. Batches
 // travel as one JSON parameter read by json_each, so a batch is one
 // statement of fixed text, prepared once per connection.
 //
@@ -66,8 +69,9 @@
 //     and has not ended or lost). A second Close returns queue.ErrClosed.
 //   - Enqueue accepts a nil tx or a *sql.Tx; ids come back in input order
 //     (AUTOINCREMENT, one VALUES list per chunk of 500, under the write lock).
-//   - Pause is a row in the queues table (migration 00002); Claim skips a
-//     paused queue with one primary-key probe, Stats reports it.
+//   - Pause is a row in the queues table
+//     (migrations/sqlite/00002_queues.sql); Claim skips a paused queue
+//     with one primary-key probe, Stats reports it.
 //   - A snoozed job (Retry with Snooze) is ready again after its delay with
 //     attempt and last_error unchanged.
 //   - EnqueueUnique is INSERT … ON CONFLICT DO NOTHING, then a lookup of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/dbqueue/dbq/queue"
@@ -13,6 +14,46 @@ import (
 // stays far below SQLite's 32,766-variable limit and keeps statements
 // small enough to prepare quickly.
 const enqueueChunk = 500
+
+// enqueueRowParams is the number of bind parameters per enqueued job.
+const enqueueRowParams = 7
+
+// enqueueData is the data of enqueue.sql: N rows.
+type enqueueData struct{ N int }
+
+// enqueuePow2Sizes is how many power-of-two INSERTs are kept prepared:
+// 1, 2, 4, … 256 jobs, the largest below enqueueChunk.
+const enqueuePow2Sizes = 9
+
+// enqueue returns the INSERT for n jobs: prepared for a full chunk and for
+// powers of two (see enqueueSplit), ad hoc otherwise.
+func (s *statements) enqueue(n int) *stmt {
+	if n == enqueueChunk {
+		return s.enqueueFull
+	}
+	if n > 0 && n&(n-1) == 0 && n < 1<<enqueuePow2Sizes {
+		return s.enqueuePow2[bits.TrailingZeros(uint(n))]
+	}
+	text, err := s.files.Render("enqueue", enqueueData{N: n})
+	return &stmt{text: text, adhoc: true, err: err}
+}
+
+// enqueueSplit returns the sizes of the INSERTs that carry n jobs (n at
+// most enqueueChunk), largest first, each kept prepared: n itself for a
+// full chunk, else its binary digits — at most enqueuePow2Sizes statements
+// instead of parsing a new one for every batch size.
+func enqueueSplit(n int) []int {
+	if n == enqueueChunk {
+		return []int{n}
+	}
+	var out []int
+	for k := enqueuePow2Sizes - 1; k >= 0; k-- {
+		if n&(1<<k) != 0 {
+			out = append(out, 1<<k)
+		}
+	}
+	return out
+}
 
 // Enqueue inserts jobs atomically and returns their IDs in input order. tx
 // is nil (Enqueue runs its own BEGIN IMMEDIATE transaction) or a *sql.Tx of

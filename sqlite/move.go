@@ -5,53 +5,16 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 
-	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/internal/movekit"
 	"github.com/dbqueue/dbq/queue"
 )
 
 var _ queue.Mover = (*Driver)(nil)
 
-// The statements of package move. {{jobs}} is the only text spliced in;
-// ?queues is a JSON array of queue names, '[]' for every queue.
-const (
-	moveNowSQL = `(CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000)`
-
-	moveFilterSQL = `(?1 = '[]' OR queue IN (SELECT value FROM json_each(?1)))
-  AND ((state = 'ready' AND run_at <= ` + moveNowSQL + ` AND ?2)
-    OR (state = 'ready' AND run_at > ` + moveNowSQL + ` AND ?3)
-    OR (state = 'dead' AND ?4))`
-
-	moveSurveySQL = `SELECT coalesce(max(length(CAST(payload AS BLOB))), 0), coalesce(max(length(CAST(dedupe_key AS BLOB))), 0),
-       coalesce(max(length(dedupe_key)), 0)
-FROM {{jobs}} WHERE ` + moveFilterSQL
-
-	// moveTakeSQL writes nothing, but as a write it takes the database's
-	// write lock at once, so no claim can change a row the batch reads.
-	moveTakeSQL = `UPDATE {{jobs}} SET id = id WHERE id = -1`
-
-	moveExportSQL = `SELECT id, queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at
-FROM {{jobs}} WHERE id > ?5 AND ` + moveFilterSQL + `
-ORDER BY id LIMIT ?6`
-
-	moveDeleteSQL = `DELETE FROM {{jobs}} WHERE id IN (SELECT value FROM json_each(?1))`
-
-	moveInsertSQL = `INSERT INTO {{jobs}}
-    (queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-ON CONFLICT (queue, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING
-RETURNING id`
-
-	moveStoredSQL = `SELECT id, queue, payload, priority, run_at, attempt, max_attempts, state, last_error, dedupe_key, created_at
-FROM {{jobs}} WHERE queue = ?1 AND dedupe_key = ?2`
-)
-
-func (d *Driver) moveSQL(s string) string {
-	return strings.ReplaceAll(s, tableMarker, d.names.Qualified(dialect.SQLite, d.names.Jobs()))
-}
+// The statements of package move are in sql/move/ (d.stmts.move); their
+// ?1 is a JSON array of queue names, '[]' for every queue.
 
 func (d *Driver) moveArgs(f queue.ExportFilter) []any {
 	qs := f.Queues
@@ -68,7 +31,7 @@ func (d *Driver) Identity(ctx context.Context) (string, error) {
 		return "", queue.ErrClosed
 	}
 	var file string
-	err := d.db.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file)
+	err := d.db.QueryRowContext(ctx, d.stmts.move.identity).Scan(&file)
 	if err != nil {
 		return "", interpret(err)
 	}
@@ -85,7 +48,7 @@ func (d *Driver) Survey(ctx context.Context, f queue.ExportFilter) (queue.Survey
 		return s, queue.ErrClosed
 	}
 	err := retry(ctx, func() error {
-		return interpret(d.db.QueryRowContext(ctx, d.moveSQL(moveSurveySQL), d.moveArgs(f)...).
+		return interpret(d.db.QueryRowContext(ctx, d.stmts.move.survey, d.moveArgs(f)...).
 			Scan(&s.MaxPayload, &s.MaxKeyBytes, &s.MaxKeyChars))
 	})
 	return s, err
@@ -135,10 +98,10 @@ func (b *exportBatch) take(ctx context.Context, f queue.ExportFilter) error {
 		return err
 	}
 	fail := func(err error) error { _ = tx.Rollback(); return interpret(err) }
-	if _, err := tx.ExecContext(ctx, d.moveSQL(moveTakeSQL)); err != nil {
+	if _, err := tx.ExecContext(ctx, d.stmts.move.take); err != nil {
 		return fail(err)
 	}
-	rows, err := tx.QueryContext(ctx, d.moveSQL(moveExportSQL), append(d.moveArgs(f), f.AfterID, f.Limit)...)
+	rows, err := tx.QueryContext(ctx, d.stmts.move.export, append(d.moveArgs(f), f.AfterID, f.Limit)...)
 	if err != nil {
 		return fail(err)
 	}
@@ -161,7 +124,7 @@ func (b *exportBatch) Commit(ctx context.Context, ids []int64) error {
 	b.once.Do(func() {
 		defer b.releaseGate()
 		if len(ids) > 0 {
-			if _, err = b.tx.ExecContext(ctx, b.d.moveSQL(moveDeleteSQL), idsJSON(ids)); err != nil {
+			if _, err = b.tx.ExecContext(ctx, b.d.stmts.move.delete, idsJSON(ids)); err != nil {
 				_ = b.tx.Rollback()
 				err = interpret(err)
 				return
@@ -232,7 +195,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 	}
 	var out []queue.Imported
 	err := d.write(ctx, true, func(ctx context.Context, r runner) error {
-		ins, err := r.tx.PrepareContext(ctx, d.moveSQL(moveInsertSQL))
+		ins, err := r.tx.PrepareContext(ctx, d.stmts.move.insert)
 		if err != nil {
 			return interpret(err)
 		}
@@ -271,7 +234,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 	return out, nil
 }
 
-// Stored implements queue.Mover: moveStoredSQL once per key, outside a
+// Stored implements queue.Mover: sql/move/stored.sql once per key, outside a
 // transaction.
 func (d *Driver) Stored(ctx context.Context, keys []queue.JobKey) ([]*queue.Job, error) {
 	if d.closed.Load() {
@@ -285,11 +248,11 @@ func (d *Driver) Stored(ctx context.Context, keys []queue.JobKey) ([]*queue.Job,
 	return out, err
 }
 
-// storedByKey runs moveStoredSQL once per key, in a transaction or not.
+// storedByKey runs sql/move/stored.sql once per key, in a transaction or not.
 func (d *Driver) storedByKey(ctx context.Context, db interface {
 	PrepareContext(context.Context, string) (*sql.Stmt, error)
 }, keys []queue.JobKey) ([]*queue.Job, error) {
-	sel, err := db.PrepareContext(ctx, d.moveSQL(moveStoredSQL))
+	sel, err := db.PrepareContext(ctx, d.stmts.move.stored)
 	if err != nil {
 		return nil, interpret(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -55,106 +54,53 @@ var (
 	_ queue.LeaseDuration = (*Claimer)(nil)
 )
 
-// DSN returns the modernc.org/sqlite data source name [Open] uses for the
-// database file path: WAL journal, synchronous=NORMAL, a busy timeout of
-// [BusyTimeout] and BEGIN IMMEDIATE for database/sql transactions, set on
-// every connection of the pool. Query parameters already on path (after
-// '?') are kept, and win over these defaults. Use it to open a *sql.DB
-// for [New].
-func DSN(path string) (string, error) {
-	file, query, _ := strings.Cut(path, "?")
-	if file == "" {
-		return "", fmt.Errorf("%w: sqlite: empty database path", queue.ErrInvalidConfig)
-	}
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		return "", fmt.Errorf("%w: sqlite: bad query in database path: %v", queue.ErrInvalidConfig, err)
-	}
-	if file == ":memory:" || strings.HasPrefix(file, "file::memory:") || strings.EqualFold(q.Get("mode"), "memory") {
-		return "", fmt.Errorf("%w: sqlite: an in-memory database is private to one connection; use a file", queue.ErrInvalidConfig)
-	}
-	// has reports whether the caller set pragma, by _pragma or by one of
-	// the driver's shorthand keys.
-	has := func(pragma string, keys ...string) bool {
-		for _, k := range keys {
-			if _, ok := q[k]; ok {
-				return true
-			}
-		}
-		for _, p := range q["_pragma"] {
-			if pragma != "" && strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), pragma) {
-				return true
-			}
-		}
-		return false
-	}
-	params := []string{}
-	if query != "" {
-		params = append(params, query)
-	}
-	if !has("busy_timeout", "_busy_timeout", "_timeout") {
-		params = append(params, fmt.Sprintf("_pragma=busy_timeout(%d)", BusyTimeout.Milliseconds()))
-	}
-	if !has("journal_mode", "_journal_mode", "_journal") {
-		params = append(params, "_pragma=journal_mode(WAL)")
-	}
-	if !has("synchronous", "_synchronous", "_sync") {
-		params = append(params, "_pragma=synchronous(NORMAL)")
-	}
-	if !has("", "_txlock") {
-		params = append(params, "_txlock=immediate")
-	}
-	return file + "?" + strings.Join(params, "&"), nil
-}
-
-// Open opens (creating it if needed) the SQLite database file at path with
-// a *sql.DB of its own, configured as [DSN] describes, and returns a Queue
-// over it. Queue.Close closes that *sql.DB. Open does not migrate: call
-// [Migrate] (or `dbq migrate up`) once first.
-func Open(ctx context.Context, path string, cfg Config) (*queue.Queue, error) {
+// Open opens (creating it if needed) the SQLite database that dsn names
+// (any form [DSN] reads) with a *sql.DB of its own, configured as [DSN]
+// describes, and returns a Queue over it. Queue.Close closes that *sql.DB.
+// Open does not migrate: call [Migrate] (or `dbq migrate up`) once first.
+func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	db, err := OpenDB(path)
+	p, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("dbq: sqlite: open %s: %w", file(path), err)
+	db, err := p.open()
+	if err != nil {
+		return nil, err
 	}
-	q, err := newQueue(db, true, cfg)
+	d, err := newDriver(db, true, cfg)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, d.stmts.journalMode).Scan(&mode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("dbq: sqlite: open %s: %w", p.file, err)
+	}
+	q, err := queue.New(d, d.cfg)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	if !strings.EqualFold(mode, "wal") {
 		q.Config().Logger.Warn("dbq: sqlite: database is not in WAL mode; readers will block the writer",
-			"path", file(path), "journal_mode", mode)
+			"path", p.file, "journal_mode", mode)
 	}
 	return q, nil
 }
 
-// OpenDB opens (creating it if needed) the SQLite database file at path as
-// a *sql.DB configured as [DSN] describes, for [New], [Migrate] or goose.
-// The caller closes it.
-func OpenDB(path string) (*sql.DB, error) {
-	dsn, err := DSN(path)
+// OpenDB opens (creating it if needed) the SQLite database that dsn names
+// (any form [DSN] reads) as a *sql.DB configured as [DSN] describes, for
+// [New], [Migrate] or goose. The caller closes it.
+func OpenDB(dsn string) (*sql.DB, error) {
+	p, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open(DriverName, dsn)
-	if err != nil {
-		return nil, fmt.Errorf("dbq: sqlite: open %s: %w", file(path), err)
-	}
-	return db, nil
-}
-
-// file is the path part of a path with query parameters, for messages.
-func file(path string) string {
-	f, _, _ := strings.Cut(path, "?")
-	return f
+	return p.open()
 }
 
 // New returns a Queue over db, a *sql.DB of the modernc.org/sqlite driver
@@ -169,10 +115,14 @@ func New(db *sql.DB, cfg Config) (*queue.Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return newQueue(db, false, cfg)
+	d, err := newDriver(db, false, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return queue.New(d, d.cfg)
 }
 
-func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
+func newDriver(db *sql.DB, own bool, cfg Config) (*Driver, error) {
 	qc := cfg.Config.WithDefaults()
 	qc.Schema = "" // a SQLite file has no schemas
 	names := qc.Names()
@@ -191,7 +141,7 @@ func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
 		gate:    make(chan struct{}, 1),
 		start:   time.Now(),
 	}
-	return queue.New(d, qc)
+	return d, nil
 }
 
 // Migrate applies every pending migration of the job schema to db, for the

@@ -4,10 +4,48 @@ import (
 	"context"
 	"database/sql"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/dbqueue/dbq/dialect"
 )
+
+// stmt is one statement's text and, once first used, its *sql.Stmt on the
+// driver's *sql.DB, which database/sql keeps prepared per connection:
+// parsing a statement costs more than running it.
+type stmt struct {
+	text  string
+	adhoc bool  // used once: run the text, keep nothing prepared
+	err   error // why the text could not be rendered
+
+	mu   sync.Mutex
+	prep *sql.Stmt
+}
+
+// prepared returns the statement prepared on db. A failure (the table is
+// not there yet) is not kept, so the next call tries again.
+func (s *stmt) prepared(ctx context.Context, db *sql.DB) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prep != nil {
+		return s.prep, nil
+	}
+	p, err := db.PrepareContext(ctx, s.text)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	s.prep = p
+	return p, nil
+}
+
+func (s *stmt) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prep != nil {
+		_ = s.prep.Close()
+		s.prep = nil
+	}
+}
 
 // runner runs statements: in the driver's own transaction (tx set, own
 // true), in the caller's *sql.Tx (own false), or as autocommit statements
@@ -54,6 +92,9 @@ func (r runner) exec(ctx context.Context, s *stmt, args ...any) (sql.Result, err
 
 // stmt returns the prepared form of s to run, or nil to run its text.
 func (r runner) stmt(ctx context.Context, s *stmt) (*sql.Stmt, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
 	if s.adhoc || (r.tx != nil && !r.own) {
 		return nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,51 +37,117 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// TestBrowserRetryDeadJobAndPauseQueue drives a headless Chromium through
-// the dashboard mounted under a prefix, on SQLite: from the Queues page to
-// the dead job, Retry, and the job is ready; then Pause on the queue.
-func TestBrowserRetryDeadJobAndPauseQueue(t *testing.T) {
-	path := chromium(t)
-	e := newEnv(t, testDB{d: dialect.SQLite})
-	ids := e.enqueue(t, queue.NewJob{Queue: "mail", Payload: []byte(`{"to":"a@example.com"}`)},
-		queue.NewJob{Queue: "mail", Payload: []byte(`{"to":"b@example.com"}`)})
-	e.kill(t, "mail", ids[1], "smtp: 550 mailbox unavailable")
-	const prefix = "/admin/dbq"
-	srv := e.serve(t, ui.Options{Prefix: prefix}).srv
+// headless is a headless Chromium tab, ended when t ends.
+type headless struct {
+	t   *testing.T
+	ctx context.Context
+}
 
+// newHeadless starts a headless Chromium (see chromium) with a tab of
+// width by height pixels.
+func newHeadless(t *testing.T, width, height int64) *headless {
+	path := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path),
 		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-background-networking", true))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
+	t.Cleanup(cancelA)
 	ctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
-	ctx, cancelT := context.WithTimeout(ctx, time.Minute)
-	defer cancelT()
+	t.Cleanup(cancelB)
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(cancelT)
+	// The first action starts the browser, which lives as long as the
+	// context of that action: ctx, not a step's shorter one.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height)); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	return &headless{t: t, ctx: ctx}
+}
+
+// run runs steps, failing t if they take longer than 30s together.
+func (b *headless) run(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("browser: %v", err)
+	}
+}
+
+func (b *headless) text(sel string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("browser: text of %s: %v", sel, err)
+	}
+	return s
+}
+
+// eval returns the value of the JavaScript expression js.
+func eval[T any](b *headless, js string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		b.t.Fatalf("browser: %s: %v", js, err)
+	}
+	return v
+}
+
+// screenshot saves the whole page as DIR/name.png when DBQ_UI_SCREENSHOTS
+// names a directory DIR (docs/ui holds the ones the docs show).
+func (b *headless) screenshot(name string) {
+	b.t.Helper()
+	dir := os.Getenv("DBQ_UI_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("browser: screenshot %s: %v", name, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// TestBrowserRetryDeadJobAndPauseQueue drives a headless Chromium through
+// the dashboard mounted under a prefix, on SQLite: from the Queues page to
+// the dead job, Retry, and the job is ready; then Pause on the queue, and
+// Pause on a schedule. With DBQ_UI_SCREENSHOTS=DIR it saves the Queues,
+// Jobs, Job and Schedules pages there.
+func TestBrowserRetryDeadJobAndPauseQueue(t *testing.T) {
+	b := newHeadless(t, 1280, 720)
+	e := newEnv(t, testDB{d: dialect.SQLite})
+	ids := e.enqueue(t, queue.NewJob{Queue: "mail", Payload: []byte(`{"to":"a@example.com"}`)},
+		queue.NewJob{Queue: "mail", Payload: []byte(`{"to":"b@example.com","subject":"Your invoice","attachments":["inv-1042.pdf"]}`), Priority: 5})
+	e.kill(t, "mail", ids[1], "smtp: 550 mailbox unavailable")
+	// More to look at in the screenshots.
+	e.enqueue(t, queue.NewJob{Queue: "reports", Payload: []byte(`{"kind":"nightly"}`), Delay: time.Hour},
+		queue.NewJob{Queue: "webhooks", Payload: []byte(`{"url":"https://example.com/hook","event":"order.paid"}`)},
+		queue.NewJob{Queue: "webhooks", Payload: []byte(`{"url":"https://example.com/hook","event":"order.shipped"}`)})
+	now := time.Now()
+	e.upsert(t, "nightly-report", "0 3 * * *", "Europe/Berlin", "reports", now.Add(time.Hour))
+	e.upsert(t, "sync-webhooks", "@every 5m", "UTC", "webhooks", now.Add(time.Minute))
+	const prefix = "/admin/dbq"
+	srv := e.serve(t, ui.Options{Prefix: prefix}).srv
 
 	deadLink := chromedp.CSS(`tr[data-queue="mail"] a.dead`)
 	jobLink := chromedp.CSS(fmt.Sprintf(`tr[data-id="%d"] a`, ids[1]))
-	run := func(steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("browser: %v", err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("browser: text of %s: %v", sel, err)
-		}
-		return s
-	}
-	run(chromedp.Navigate(srv.URL+prefix+"/"),
+	b.run(chromedp.Navigate(srv.URL+prefix+"/"), chromedp.WaitVisible(deadLink))
+	b.screenshot("queues")
+	b.run(chromedp.Navigate(srv.URL+prefix+"/jobs"), chromedp.WaitVisible(jobLink))
+	b.screenshot("jobs")
+	b.run(chromedp.Navigate(srv.URL+prefix+"/"),
 		chromedp.WaitVisible(deadLink), chromedp.Click(deadLink),
 		chromedp.WaitVisible(jobLink), chromedp.Click(jobLink),
 		chromedp.WaitVisible(chromedp.CSS("#retry")))
-	lastError := text("#last-error")
-	run(chromedp.Click(chromedp.CSS("#retry")), chromedp.WaitVisible(chromedp.CSS(".flash")))
-	flash, badge := text(".flash"), text("h1 .badge")
-	loc, err := chromedp.Run(ctx, chromedp.Location())
+	b.screenshot("job")
+	lastError := b.text("#last-error")
+	b.run(chromedp.Click(chromedp.CSS("#retry")), chromedp.WaitVisible(chromedp.CSS(".flash")))
+	flash, badge := b.text(".flash"), b.text("h1 .badge")
+	loc, err := chromedp.Run(b.ctx, chromedp.Location())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +162,78 @@ func TestBrowserRetryDeadJobAndPauseQueue(t *testing.T) {
 	}
 
 	pause := chromedp.CSS(`tr[data-queue="mail"] form[action$="/pause"] button`)
-	run(chromedp.Navigate(srv.URL+prefix+"/"), chromedp.WaitVisible(pause), chromedp.Click(pause),
+	b.run(chromedp.Navigate(srv.URL+prefix+"/"), chromedp.WaitVisible(pause), chromedp.Click(pause),
 		chromedp.WaitVisible(chromedp.CSS(".flash")))
-	row := text(`tr[data-queue="mail"]`)
+	row := b.text(`tr[data-queue="mail"]`)
 	if !strings.Contains(row, "paused") {
 		t.Errorf("Queues row after Pause: %q", row)
 	}
 	if p, err := e.q.Paused(ctxT(t)); err != nil || len(p) != 1 || p[0] != "mail" {
 		t.Errorf("after Pause in the browser, paused = %v, %v", p, err)
 	}
+
+	// Schedules, from the nav: pause one.
+	nav := chromedp.CSS(`header nav a[href$="/schedules"]`)
+	pauseSchedule := chromedp.CSS(`tr[data-schedule="sync-webhooks"] form[action$="/schedules/pause"] button`)
+	b.run(chromedp.Click(nav), chromedp.WaitVisible(pauseSchedule))
+	b.screenshot("schedules")
+	b.run(chromedp.Click(pauseSchedule), chromedp.WaitVisible(chromedp.CSS(".flash")))
+	if row := b.text(`tr[data-schedule="sync-webhooks"]`); !strings.Contains(row, "paused") {
+		t.Errorf("Schedules row after Pause: %q", row)
+	}
+	if list, err := e.q.Schedules(ctxT(t)); err != nil || len(list) != 2 || list[0].Paused || !list[1].Paused {
+		t.Errorf("after Pause of sync-webhooks in the browser: %+v, %v", list, err)
+	}
+}
+
+// TestBrowserLiveRefreshKeepsThePlace switches Live on, on the second page
+// of a filtered job list scrolled down: a job cancelled meanwhile leaves
+// the page by itself, with the URL and the scroll position kept; while the
+// filter field has the focus, nothing is swapped; the switch is
+// remembered across a reload.
+func TestBrowserLiveRefreshKeepsThePlace(t *testing.T) {
+	b := newHeadless(t, 1000, 400)
+	e := newEnv(t, testDB{d: dialect.SQLite})
+	var jobs []queue.NewJob
+	for range 60 {
+		jobs = append(jobs, queue.NewJob{Queue: "a"})
+	}
+	ids := e.enqueue(t, jobs...)
+	srv := e.serve(t, ui.Options{PageSize: 20, Refresh: time.Second}).srv
+	page2 := fmt.Sprintf("%s/jobs?after=%d&back=0&queue=a", srv.URL, ids[19])
+	row := func(id int64) chromedp.CSS { return chromedp.CSS(fmt.Sprintf(`tr[data-id="%d"]`, id)) }
+	live := chromedp.CSS(`#live input`)
+	b.run(chromedp.Navigate(page2), chromedp.WaitVisible(row(ids[25])), chromedp.WaitVisible(live), chromedp.Click(live),
+		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 250)`))
+	if _, err := e.q.Cancel(ctxT(t), ids[25]); err != nil {
+		t.Fatal(err)
+	}
+	b.run(chromedp.WaitNotPresent(row(ids[25])))
+	if loc, y := eval[string](b, `location.href`), eval[float64](b, `window.scrollY`); loc != page2 || y != 250 {
+		t.Errorf("after a live refresh: at %s scrolled to %v, want %s and 250", loc, y, page2)
+	}
+
+	// Typing in the filter holds the refresh back.
+	b.run(chromedp.Focus(chromedp.CSS(`form.filter input[name="queue"]`)))
+	if _, err := e.q.Cancel(ctxT(t), ids[26]); err != nil {
+		t.Fatal(err)
+	}
+	b.run(chromedp.Sleep(2500 * time.Millisecond))
+	if n := eval[int](b, fmt.Sprintf(`document.querySelectorAll('tr[data-id="%d"]').length`, ids[26])); n != 1 {
+		t.Errorf("refreshed while the filter had the focus")
+	}
+	if st := b.text(".live-status"); st != "paused while you type" {
+		t.Errorf("Live status while typing: %q", st)
+	}
+	b.run(chromedp.Blur(chromedp.CSS(`form.filter input[name="queue"]`)), chromedp.WaitNotPresent(row(ids[26])))
+
+	// Remembered: after a reload the switch is on and the page refreshes.
+	b.run(chromedp.Reload(), chromedp.WaitVisible(live))
+	if on := eval[bool](b, `document.querySelector("#live input").checked`); !on {
+		t.Errorf("Live switch off after a reload")
+	}
+	if _, err := e.q.Cancel(ctxT(t), ids[27]); err != nil {
+		t.Fatal(err)
+	}
+	b.run(chromedp.WaitNotPresent(row(ids[27])))
 }

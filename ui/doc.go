@@ -1,7 +1,7 @@
 // Package ui is dbq's web dashboard: an http.Handler over any dbq Queue,
 // whatever its database, that shows each queue's counts, lists and finds
-// jobs, shows one job in full, and retries dead jobs, cancels jobs and
-// pauses or resumes queues.
+// jobs, shows one job in full, lists the recurring schedules, and retries
+// dead jobs, cancels jobs and pauses or resumes queues and schedules.
 //
 // Mount it in your own mux, behind your own authentication:
 //
@@ -11,10 +11,20 @@
 //
 // The handler has no authentication of its own: whoever reaches it can
 // cancel jobs. Every page is rendered on the server from html/template
-// (all output escaped) with embedded CSS and no JavaScript, under a strict
-// Content-Security-Policy. Every POST needs a CSRF token bound to a
+// (all output escaped) with embedded CSS, under a strict
+// Content-Security-Policy that allows no inline code. The one script,
+// embedded like the CSS, is the Live switch: while it is on, a page
+// fetches itself every Options.Refresh and swaps in its main content,
+// keeping the URL (filters, page) and the scroll position; every page
+// works without it. Every POST needs a CSRF token bound to a
 // SameSite=Strict cookie and passes net/http's CrossOriginProtection.
 //
 // Job lists page by id (JobFilter.AfterID), an index range however many
-// jobs the table holds; a job is found by id the same way.
+// jobs the table holds; a job is found by id the same way. The links carry
+// the cursors of the pages before (up to 20) for Previous page.
+//
+// The Schedules page lists the queue's stored schedules (see package
+// schedule) with each one's next tick computed from its spec; a driver
+// without a schedule store ([queue.ScheduleStore]) gets a page that says
+// so.
 package ui

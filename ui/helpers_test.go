@@ -290,16 +290,21 @@ func queueRow(body, name string) string {
 	return strings.TrimSpace(spaceRe.ReplaceAllString(tagRe.ReplaceAllString(row, " "), " "))
 }
 
-var nextRe = regexp.MustCompile(`<a rel="next" href="([^"]+)">`)
+var linkRe = regexp.MustCompile(`<a rel="(\w+)" href="([^"]+)">`)
+
+// link returns the Jobs page's link of rel (first, prev, next), unescaped,
+// or "".
+func link(body, rel string) string {
+	for _, m := range linkRe.FindAllStringSubmatch(body, -1) {
+		if m[1] == rel {
+			return strings.ReplaceAll(m[2], "&amp;", "&")
+		}
+	}
+	return ""
+}
 
 // nextLink returns the Jobs page's next-page link, unescaped, or "".
-func nextLink(body string) string {
-	m := nextRe.FindStringSubmatch(body)
-	if m == nil {
-		return ""
-	}
-	return strings.ReplaceAll(m[1], "&amp;", "&")
-}
+func nextLink(body string) string { return link(body, "next") }
 
 func equalIDs(t *testing.T, what string, got, want []int64) {
 	t.Helper()
@@ -307,3 +312,10 @@ func equalIDs(t *testing.T, what string, got, want []int64) {
 		t.Errorf("%s: ids %v, want %v", what, got, want)
 	}
 }
+
+// ownScript is the one script tag of a page, served at the root.
+const ownScript = `<script src="/static/live.js"></script>`
+
+// withoutOwnScript returns body without the dashboard's own script tag, so
+// that any "<script" left came from the data.
+func withoutOwnScript(body string) string { return strings.Replace(body, ownScript, "", 1) }

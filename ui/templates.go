@@ -6,22 +6,23 @@ import (
 	"math"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dbqueue/dbq/queue"
 )
 
 // pages are the templates, each parsed with layout.html.
-var pages = []string{"queues", "jobs", "job", "missing"}
+var pages = []string{"queues", "jobs", "job", "missing", "schedules"}
 
 func (h *handler) parse() error {
 	funcs := template.FuncMap{
 		"since":    since,
 		"utc":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 		"rel":      rel,
+		"zoned":    zoned,
 		"state":    shownState,
 		"jobsURL":  h.jobsURL,
-		"pageURL":  h.pageURL,
 		"isZero":   func(t time.Time) bool { return t.IsZero() },
 		"canRetry": func(j *queue.Job) bool { return j.State == queue.StateDead },
 		"canCancel": func(j *queue.Job) bool {
@@ -40,13 +41,24 @@ func (h *handler) parse() error {
 }
 
 // jobsURL links to the Jobs page filtered by queue and state.
-func (h *handler) jobsURL(queueName, state string) string { return h.pageURL(queueName, state, 0) }
+func (h *handler) jobsURL(queueName, state string) string { return h.pageURL(queueName, state, 0, nil) }
 
-// pageURL links to the page of jobs after id that match queue and state.
-func (h *handler) pageURL(queueName, state string, after int64) string {
+// pageURL links to the page of jobs after id that match queue and state,
+// with the cursors of the pages before it (at most maxBack, the latest).
+func (h *handler) pageURL(queueName, state string, after int64, back []int64) string {
 	v := url.Values{}
 	if after > 0 {
 		v.Set("after", strconv.FormatInt(after, 10))
+	}
+	if len(back) > maxBack {
+		back = back[len(back)-maxBack:]
+	}
+	if len(back) > 0 {
+		s := make([]string, len(back))
+		for i, id := range back {
+			s[i] = strconv.FormatInt(id, 10)
+		}
+		v.Set("back", strings.Join(s, ","))
 	}
 	if queueName != "" {
 		v.Set("queue", queueName)
@@ -70,6 +82,16 @@ func shownState(j *queue.Job, now time.Time) string {
 		return "held"
 	}
 	return string(j.State)
+}
+
+// zoned formats t in the IANA time zone tz, or in UTC when tz is unknown.
+func zoned(t time.Time, tz string) string {
+	if loc, err := time.LoadLocation(tz); err == nil && tz != "" && tz != "Local" {
+		t = t.In(loc)
+	} else {
+		t = t.UTC()
+	}
+	return t.Format("2006-01-02 15:04:05 MST")
 }
 
 // since formats a wait in seconds, as QueueStats.OldestReadyAge gives it.

@@ -52,7 +52,15 @@ type Options struct {
 	// Logger receives errors the pages could not show. Default: the
 	// Queue's logger.
 	Logger *slog.Logger
+	// Refresh is how often a page fetches itself again while the user has
+	// switched Live on (a switch each browser remembers; off at first), in
+	// whole seconds, at least one. Default 5s; negative hides the switch
+	// and serves no script.
+	Refresh time.Duration
 }
+
+// DefaultRefresh is Options.Refresh's default.
+const DefaultRefresh = 5 * time.Second
 
 // handler serves the dashboard of one Queue.
 type handler struct {
@@ -83,6 +91,9 @@ func NewHandler(q *queue.Queue, opts Options) (http.Handler, error) {
 	case opts.PageSize < 0 || opts.PageSize > MaxPageSize:
 		return nil, fmt.Errorf("dbq: ui: PageSize %d out of range 1..%d", opts.PageSize, MaxPageSize)
 	}
+	if opts.Refresh == 0 {
+		opts.Refresh = DefaultRefresh
+	}
 	h := &handler{q: q, opts: opts, log: opts.Logger, secret: opts.CSRFSecret,
 		crossOrigin: http.NewCrossOriginProtection()}
 	if h.log == nil {
@@ -104,13 +115,19 @@ func NewHandler(q *queue.Queue, opts Options) (http.Handler, error) {
 	m.HandleFunc("POST /cancel", h.cancel)
 	m.HandleFunc("POST /pause", h.pause(true))
 	m.HandleFunc("POST /resume", h.pause(false))
+	m.HandleFunc("GET /schedules", h.schedules)
+	m.HandleFunc("POST /schedules/pause", h.pauseSchedule(true))
+	m.HandleFunc("POST /schedules/resume", h.pauseSchedule(false))
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	h.mux = m
 	return h, nil
 }
 
-// csp allows nothing but the embedded stylesheet and forms posted back here.
-const csp = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+// csp allows nothing but the embedded stylesheet and script (no inline
+// code of any kind), the script's fetches of these pages, and forms posted
+// back here.
+const csp = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
@@ -221,13 +238,18 @@ type page struct {
 	ReadOnly bool
 	Flash    string
 	Nav      string
-	Data     any
+	// Refresh is the seconds between live refreshes; 0 hides the switch.
+	Refresh int
+	Data    any
 }
 
 // render answers r with the page name (200, or status when given).
 func (h *handler) render(w http.ResponseWriter, r *http.Request, name, title string, data any, status ...int) {
 	p := page{Title: title, Prefix: h.opts.Prefix, Dialect: h.q.Dialect(), ReadOnly: h.opts.ReadOnly,
-		Nav: name, Data: data}
+		Nav: name, Data: data, Refresh: int(max(h.opts.Refresh, 0).Round(time.Second) / time.Second)}
+	if h.opts.Refresh > 0 && p.Refresh == 0 {
+		p.Refresh = 1
+	}
 	if !h.opts.ReadOnly {
 		p.CSRF = h.csrfToken(w, r)
 	}
@@ -251,6 +273,10 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, queue.ErrInvalidJob), errors.Is(err, queue.ErrInvalidLimit),
 		errors.Is(err, dialect.ErrInvalidQueue), errors.Is(err, errBadRequest):
 		status = http.StatusBadRequest
+	case errors.Is(err, queue.ErrScheduleNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, queue.ErrUnsupported):
+		status = http.StatusNotImplemented
 	case errors.Is(err, context.Canceled):
 		return
 	default:
@@ -294,13 +320,20 @@ type jobsPage struct {
 	States       []string
 	Jobs         []*queue.Job
 	After        int64
-	Next         int64 // 0: no next page
-	Now          time.Time
+	// First, Prev and Next link to the first, previous and next pages;
+	// "" when there is none (or, for Prev, when its cursor was dropped).
+	First, Prev, Next string
+	Now               time.Time
 }
 
 // listStates are the states the Jobs page filters on; "claimed" is
 // "held" on the pages.
 var listStates = []string{"ready", "claimed", "dead"}
+
+// maxBack is how many earlier pages' cursors a Jobs page link carries (in
+// its back parameter) for Previous links; a reader paging deeper loses the
+// oldest ones and gets First page there instead.
+const maxBack = 20
 
 func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	qv := r.URL.Query()
@@ -316,13 +349,26 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	// No Stats here (for a list of queue names): counting is a scan, and
 	// this page must stay an index range on a table of millions.
 	f := queue.JobFilter{Queue: strings.TrimSpace(qv.Get("queue")), State: queue.State(qv.Get("state")), Limit: h.opts.PageSize + 1}
-	if s := qv.Get("after"); s != "" {
-		after, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || after < 0 {
-			h.fail(w, r, fmt.Errorf("%w: after=%q is not a job id", errBadRequest, s))
-			return
+	var err error
+	if f.AfterID, err = cursor("after", qv.Get("after")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	// JobFilter pages forwards only, so the way back is the cursors of the
+	// pages before this one, carried in the links: back=0,51,102.
+	var back []int64
+	if s := qv.Get("back"); s != "" {
+		for c := range strings.SplitSeq(s, ",") {
+			id, err := cursor("back", c)
+			if err == nil && c == "" {
+				err = fmt.Errorf("%w: back=%q is not a list of job ids", errBadRequest, s)
+			}
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			back = append(back, id)
 		}
-		f.AfterID = after
 	}
 	jobs, err := h.q.Jobs(r.Context(), f)
 	if err != nil {
@@ -330,12 +376,30 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := jobsPage{Queue: f.Queue, State: string(f.State), States: listStates, After: f.AfterID, Now: time.Now()}
+	if f.AfterID > 0 {
+		p.First = h.pageURL(f.Queue, p.State, 0, nil)
+	}
+	if n := len(back); n > 0 {
+		p.Prev = h.pageURL(f.Queue, p.State, back[n-1], back[:n-1])
+	}
 	if len(jobs) > h.opts.PageSize {
 		jobs = jobs[:h.opts.PageSize]
-		p.Next = jobs[len(jobs)-1].ID
+		p.Next = h.pageURL(f.Queue, p.State, jobs[len(jobs)-1].ID, append(back, f.AfterID))
 	}
 	p.Jobs = jobs
 	h.render(w, r, "jobs", "Jobs", p)
+}
+
+// cursor parses the job id cursor of parameter name.
+func cursor(name, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 0 {
+		return 0, fmt.Errorf("%w: %s=%q is not a job id", errBadRequest, name, s)
+	}
+	return id, nil
 }
 
 // jobPage is the data of the Job page.
@@ -385,12 +449,17 @@ func formID(r *http.Request) int64 {
 // back redirects to the Job page of id, or to the Queues page when id is 0,
 // leaving msg to show there.
 func (h *handler) back(w http.ResponseWriter, r *http.Request, id int64, msg string) {
-	h.setFlash(w, r, msg)
-	to := h.opts.Prefix + "/"
+	to := "/"
 	if id > 0 {
-		to = h.opts.Prefix + "/jobs/" + strconv.FormatInt(id, 10)
+		to = "/jobs/" + strconv.FormatInt(id, 10)
 	}
-	http.Redirect(w, r, to, http.StatusSeeOther)
+	h.backTo(w, r, to, msg)
+}
+
+// backTo redirects to path (under the prefix), leaving msg to show there.
+func (h *handler) backTo(w http.ResponseWriter, r *http.Request, path, msg string) {
+	h.setFlash(w, r, msg)
+	http.Redirect(w, r, h.opts.Prefix+path, http.StatusSeeOther)
 }
 
 // retry revives one dead job (id and queue posted) or every dead job of a
@@ -434,8 +503,7 @@ func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
 		h.back(w, r, id, fmt.Sprintf("Job %d was not cancelled: a worker holds it, or it is gone.", id))
 		return
 	}
-	h.setFlash(w, r, fmt.Sprintf("Job %d cancelled (deleted).", id))
-	http.Redirect(w, r, h.opts.Prefix+"/jobs?queue="+url.QueryEscape(r.PostFormValue("queue")), http.StatusSeeOther)
+	h.backTo(w, r, "/jobs?queue="+url.QueryEscape(r.PostFormValue("queue")), fmt.Sprintf("Job %d cancelled (deleted).", id))
 }
 
 func (h *handler) pause(paused bool) http.HandlerFunc {

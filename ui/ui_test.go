@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,6 +102,61 @@ func TestJobsPageFiltersAndPagesByID(t *testing.T) {
 	})
 }
 
+func TestJobsPagePagesBackAndForth(t *testing.T) {
+	eachDB(t, func(t *testing.T, e *env) {
+		var jobs []queue.NewJob
+		for range 25 {
+			jobs = append(jobs, queue.NewJob{Queue: "p"})
+		}
+		ids := e.enqueue(t, jobs...)
+		e.enqueue(t, queue.NewJob{Queue: "other"})
+		b := e.serve(t, ui.Options{PageSize: 1})
+
+		// Forward to the last page, one job a page; then back by Previous
+		// links, which carry the latest 20 cursors: page 5 is as far back
+		// as they go, and from there First page leads home.
+		path, last := "/jobs?queue=p", ""
+		for i := range ids {
+			body := b.page(path)
+			equalIDs(t, fmt.Sprintf("forward, page %d", i+1), rowIDs(t, body), ids[i:i+1])
+			if (link(body, "first") == "") != (i == 0) || (link(body, "prev") == "") != (i == 0) {
+				t.Errorf("page %d: first %q, prev %q", i+1, link(body, "first"), link(body, "prev"))
+			}
+			last, path = body, link(body, "next")
+		}
+		if path != "" {
+			t.Fatalf("last page links to %s", path)
+		}
+		body := last
+		for i := len(ids) - 2; i >= 0; i-- {
+			prev := link(body, "prev")
+			if i < len(ids)-1-20 {
+				if prev != "" {
+					t.Errorf("page %d links back beyond 20 pages, to %s", i+2, prev)
+				}
+				break
+			}
+			if prev == "" {
+				t.Fatalf("page %d has no previous link", i+2)
+			}
+			if !strings.Contains(prev, "queue=p") {
+				t.Errorf("previous link %s drops the queue filter", prev)
+			}
+			body = b.page(prev)
+			equalIDs(t, fmt.Sprintf("back, page %d", i+1), rowIDs(t, body), ids[i:i+1])
+			if next := link(body, "next"); next == "" || !slices.Equal(rowIDs(t, b.page(next)), ids[i+1:i+2]) {
+				t.Errorf("back on page %d, Next page (%s) does not lead to page %d", i+1, next, i+2)
+			}
+		}
+		equalIDs(t, "first page", rowIDs(t, b.page(link(body, "first"))), ids[:1])
+		for _, bad := range []string{"/jobs?back=x", "/jobs?back=1,,2", "/jobs?back=-1", "/jobs?after=1&back=0,99999999999999999999"} {
+			if code, _ := b.get(bad); code != http.StatusBadRequest {
+				t.Errorf("GET %s: %d, want 400", bad, code)
+			}
+		}
+	})
+}
+
 func TestJobPageShowsPayloadAttemptsAndError(t *testing.T) {
 	eachDB(t, func(t *testing.T, e *env) {
 		longErr := "first line\n" + strings.Repeat("x", 3000) + "\nlast line"
@@ -148,7 +204,7 @@ func TestHostileTextIsEscaped(t *testing.T) {
 			t.Fatalf("jobs page lists %v, want the raw job and %d", all, ids[0])
 		}
 		for _, path := range []string{"/", "/jobs", fmt.Sprintf("/jobs/%d", all[0]), fmt.Sprintf("/jobs/%d", ids[0])} {
-			body := b.page(path)
+			body := withoutOwnScript(b.page(path))
 			if strings.Contains(body, "<script") || strings.Contains(body, "<img") {
 				t.Errorf("%s: hostile text rendered as markup", path)
 			}
@@ -302,7 +358,7 @@ func TestMountedUnderPrefix(t *testing.T) {
 		const prefix = "/admin/dbq"
 		b := e.serve(t, ui.Options{Prefix: prefix})
 		body := b.page(prefix + "/")
-		hrefs := regexp.MustCompile(`(?:href|action)="([^"]*)"`).FindAllStringSubmatch(body, -1)
+		hrefs := regexp.MustCompile(`(?:href|action|src)="([^"]*)"`).FindAllStringSubmatch(body, -1)
 		if len(hrefs) < 5 {
 			t.Fatalf("Queues page has %d links", len(hrefs))
 		}
@@ -315,8 +371,10 @@ func TestMountedUnderPrefix(t *testing.T) {
 		if code, loc := b.get2(prefix); code/100 != 3 || loc != prefix+"/" {
 			t.Errorf("GET %s: %d to %q", prefix, code, loc)
 		}
-		if code, _ := b.get(prefix + "/static/style.css"); code != http.StatusOK {
-			t.Errorf("stylesheet: %d", code)
+		for _, asset := range []string{"style.css", "live.js"} {
+			if code, _ := b.get(prefix + "/static/" + asset); code != http.StatusOK {
+				t.Errorf("%s: %d", asset, code)
+			}
 		}
 		if code, _ := b.get("/jobs"); code != http.StatusTeapot {
 			t.Errorf("GET /jobs, outside the prefix: %d, want the app's 418", code)
@@ -341,8 +399,9 @@ func TestPagesSendSecurityHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+	// Scripts from this origin only (live.js): no inline code, no eval.
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") ||
-		strings.Contains(csp, "script-src") {
+		!strings.Contains(csp, "script-src 'self';") || strings.Contains(csp, "unsafe-") {
 		t.Errorf("Content-Security-Policy %q", csp)
 	}
 	var c *http.Cookie
@@ -353,5 +412,24 @@ func TestPagesSendSecurityHeaders(t *testing.T) {
 	}
 	if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
 		t.Errorf("CSRF cookie %+v, want HttpOnly and SameSite=Strict", c)
+	}
+}
+
+func TestLiveSwitchFollowsRefresh(t *testing.T) {
+	e := newEnv(t, testDBs[0])
+	for _, c := range []struct {
+		refresh time.Duration
+		want    string // "": no switch and no script
+	}{
+		{0, `data-every="5"`},
+		{1500 * time.Millisecond, `data-every="2"`},
+		{100 * time.Millisecond, `data-every="1"`},
+		{-1, ""},
+	} {
+		body := e.serve(t, ui.Options{Refresh: c.refresh}).page("/jobs")
+		hasSwitch, hasScript := strings.Contains(body, `id="live"`), strings.Contains(body, ownScript)
+		if c.want == "" && (hasSwitch || hasScript) || c.want != "" && (!strings.Contains(body, c.want) || !hasScript) {
+			t.Errorf("Refresh %v: switch %v, script %v, want %q", c.refresh, hasSwitch, hasScript, c.want)
+		}
 	}
 }

@@ -81,7 +81,7 @@ func dropTables(t *testing.T, dsn, prefix string) {
 			return
 		}
 		n := dialect.Names{Prefix: prefix}.WithDefaults()
-		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+n.Qualified(d.Dialect, n.Versions())); err != nil {
+		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+n.Qualified(d, n.Versions())); err != nil {
 			t.Errorf("cleanup: drop %s: %v", n.Versions(), err)
 		}
 	})

@@ -75,9 +75,9 @@ func (o *ledgerOptions) open(dsn, schema string, log *slog.Logger) (*ledger, err
 	if err != nil {
 		return nil, err
 	}
-	if d.Dialect == dialect.MSSQL {
+	if d == dialect.MSSQL {
 		// The harness runs where a server runs here; SQL Server does not.
-		return nil, fmt.Errorf("%w: --ledger works on PostgreSQL, MySQL and SQLite, not %s", queue.ErrUnsupported, d.Dialect)
+		return nil, fmt.Errorf("%w: --ledger works on PostgreSQL, MySQL and SQLite, not %s", queue.ErrUnsupported, d)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -89,10 +89,10 @@ func (o *ledgerOptions) open(dsn, schema string, log *slog.Logger) (*ledger, err
 	// server's connection limit is shared by every worker process.
 	db.SetMaxOpenConns(2)
 	db.SetMaxIdleConns(2)
-	t := dialect.Names{Schema: schema}.Qualified(d.Dialect, o.table)
+	t := dialect.Names{Schema: schema}.Qualified(d, o.table)
 	cols := "(exec_id, job_id, payload, pid, attempt, started_ns)"
 	l := &ledger{db: db, pid: os.Getpid(), maxDelay: o.maxDelay, log: log}
-	switch d.Dialect {
+	switch d {
 	case dialect.Postgres:
 		l.insert = "INSERT INTO " + t + " " + cols + " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (exec_id) DO NOTHING"
 		l.finish = "UPDATE " + t + " SET finished_ns = $1 WHERE exec_id = $2"

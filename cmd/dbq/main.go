@@ -18,6 +18,7 @@ import (
 	"github.com/dbqueue/dbq"
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
+	"github.com/dbqueue/dbq/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -62,10 +63,13 @@ func (g *globals) open(ctx context.Context, cfg queue.Config) (*queue.Queue, err
 // behind. Other DSNs, and DSNs that do not parse, are for Open to judge.
 func mustExist(dsn string) error {
 	d, err := dialect.ParseDSN(dsn)
-	if err != nil || d.Dialect != dialect.SQLite {
+	if err != nil || d != dialect.SQLite {
 		return nil
 	}
-	file, _, _ := strings.Cut(d.Driver, "?")
+	file, err := sqlite.File(dsn)
+	if err != nil {
+		return nil
+	}
 	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("sqlite database %s does not exist (`dbq migrate up` creates it)", file)
 	}

@@ -187,11 +187,7 @@ func (g *globals) sqlDialect(cmd *cobra.Command, name string) (dialect.Name, err
 	if !cmd.Flags().Changed("dsn") && os.Getenv("DBQ_DSN") == "" {
 		return "", errors.New("name the dialect: --dialect postgres|mysql|sqlserver|sqlite, or --dsn (its scheme is enough)")
 	}
-	p, err := dialect.ParseDSN(g.dsn)
-	if err != nil {
-		return "", err
-	}
-	return p.Dialect, nil
+	return dialect.ParseDSN(g.dsn)
 }
 
 var dialectNames = map[string]dialect.Name{

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/dbqueue/dbq/ui"
@@ -15,25 +19,44 @@ import (
 func uiCmd(g *globals) *cobra.Command {
 	var (
 		listen      string
+		authFlag    string
 		allowRemote bool
 		readOnly    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "ui",
-		Short: "Serve the web dashboard: queues, jobs, retry, cancel, pause (no authentication: loopback only by default)",
+		Short: "Serve the web dashboard: queues, jobs, schedules, retry, cancel, pause (loopback only unless --auth)",
 		Long: `Serve the web dashboard of the queue in --dsn: each queue's counts, the jobs
-by queue and state, one job in full (payload, attempts, last error), and
-actions: retry dead jobs, cancel a job, pause and resume a queue.
+by queue and state, one job in full (payload, attempts, last error), the
+recurring schedules, and actions: retry dead jobs, cancel a job, pause and
+resume a queue or a schedule.
 
-The dashboard has NO authentication of its own: anyone who reaches it can
-cancel jobs. It listens on the loopback interface only, unless
---allow-remote is given; put it behind a proxy that authenticates, or embed
-the handler (package github.com/dbqueue/dbq/ui) behind your own auth
-middleware instead. --read-only hides the actions.`,
+Without credentials the dashboard has no authentication, so it listens on
+the loopback interface only. --auth user:password (better: $DBQ_UI_AUTH,
+which the process list does not show) asks every request for those
+credentials (HTTP basic auth) and lets --listen name any address. Basic
+auth sends the password with every request: beyond this machine, serve it
+behind a TLS proxy. To use your own authentication, embed the handler
+(package github.com/dbqueue/dbq/ui) behind your middleware instead.
+--read-only hides the actions.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkListen(listen, allowRemote); err != nil {
+			if allowRemote {
+				return errors.New("--allow-remote is no more: give credentials with $DBQ_UI_AUTH=user:password (or --auth) to listen beyond loopback")
+			}
+			raw, fromFlag := os.Getenv(authEnv), cmd.Flags().Changed("auth")
+			if fromFlag {
+				raw = authFlag
+			}
+			auth, err := parseAuth(raw)
+			if err != nil {
 				return err
+			}
+			if err := checkListen(listen, auth != nil); err != nil {
+				return err
+			}
+			if fromFlag {
+				fmt.Fprintf(cmd.ErrOrStderr(), "dbq ui: warning: --auth shows the password in the process list; set $%s instead\n", authEnv)
 			}
 			ctx := cmd.Context()
 			q, err := g.open(ctx, g.config())
@@ -45,12 +68,16 @@ middleware instead. --read-only hides the actions.`,
 			if err != nil {
 				return err
 			}
+			how := "no authentication"
+			if auth != nil {
+				h, how = auth.wrap(h), fmt.Sprintf("basic auth as %q", auth.user)
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err
 			}
 			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-			fmt.Fprintf(cmd.OutOrStdout(), "dbq ui: serving %s on http://%s/ (Ctrl-C stops)\n", q.Dialect(), ln.Addr())
+			fmt.Fprintf(cmd.OutOrStdout(), "dbq ui: serving %s on http://%s/, %s (Ctrl-C stops)\n", q.Dialect(), ln.Addr(), how)
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ln) }()
 			select {
@@ -70,25 +97,66 @@ middleware instead. --read-only hides the actions.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on")
-	f.BoolVar(&allowRemote, "allow-remote", false, "allow a --listen address other than loopback (the dashboard has no authentication)")
+	f.StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on (beyond loopback only with credentials)")
+	f.StringVar(&authFlag, "auth", "", "user:password every request must give (HTTP basic auth); prefer $"+authEnv+", which ps does not show")
+	f.BoolVar(&allowRemote, "allow-remote", false, "gone: use --auth")
+	_ = f.MarkHidden("allow-remote")
 	f.BoolVar(&readOnly, "read-only", false, "show no actions and refuse every change")
 	return cmd
 }
 
+// authEnv names the environment variable that holds --auth's value.
+const authEnv = "DBQ_UI_AUTH"
+
+// basicAuth asks every request for one user name and password. It keeps
+// their SHA-256 sums, so the comparison takes the same time whatever the
+// lengths and wherever a guess differs.
+type basicAuth struct {
+	user      string
+	userSum   [sha256.Size]byte
+	passwdSum [sha256.Size]byte
+}
+
+// parseAuth reads "user:password"; "" means no authentication. Its errors
+// never quote s, which holds the password.
+func parseAuth(s string) (*basicAuth, error) {
+	if s == "" {
+		return nil, nil
+	}
+	user, pass, ok := strings.Cut(s, ":")
+	if !ok || user == "" || pass == "" {
+		return nil, fmt.Errorf("--auth (or $%s): want user:password, both non-empty", authEnv)
+	}
+	return &basicAuth{user: user, userSum: sha256.Sum256([]byte(user)), passwdSum: sha256.Sum256([]byte(pass))}, nil
+}
+
+func (a *basicAuth) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		u, p := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))
+		if subtle.ConstantTimeCompare(u[:], a.userSum[:])&subtle.ConstantTimeCompare(p[:], a.passwdSum[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="dbq", charset="UTF-8"`)
+			http.Error(w, "dbq: this dashboard needs a user name and password", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // checkListen refuses an address that is not on the loopback interface
-// (an empty host listens on every interface) unless allowRemote.
-func checkListen(listen string, allowRemote bool) error {
+// (an empty host listens on every interface) unless the dashboard asks
+// for credentials.
+func checkListen(listen string, withAuth bool) error {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return fmt.Errorf("--listen %q: %w", listen, err)
 	}
-	if allowRemote || host == "localhost" {
+	if withAuth || host == "localhost" {
 		return nil
 	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("--listen %s is not a loopback address and the dashboard has no authentication: "+
-		"use 127.0.0.1, or add --allow-remote behind a proxy that authenticates", listen)
+	return fmt.Errorf("--listen %s is not a loopback address and the dashboard has no credentials: "+
+		"use 127.0.0.1, or set $%s=user:password (or --auth) to ask every request for them", listen, authEnv)
 }

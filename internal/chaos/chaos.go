@@ -18,10 +18,7 @@ import (
 
 	"github.com/dbqueue/dbq"
 	"github.com/dbqueue/dbq/dialect"
-	"github.com/dbqueue/dbq/mysql"
-	"github.com/dbqueue/dbq/postgres"
 	"github.com/dbqueue/dbq/queue"
-	"github.com/dbqueue/dbq/sqlite"
 )
 
 // QueueName is the queue the harness fills and its workers drain.
@@ -222,11 +219,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if cfg.DSN == "" || cfg.Bin == "" || cfg.Prefix == "" {
 		return nil, errors.New("chaos: Config needs DSN, Bin and Prefix")
 	}
-	dsn, err := dialect.ParseDSN(cfg.DSN)
+	d, err := dialect.ParseDSN(cfg.DSN)
 	if err != nil {
 		return nil, err
 	}
-	if dsn.Dialect == dialect.SQLite && (cfg.Cuts > 0 || cfg.Restarts > 0) {
+	if d == dialect.SQLite && (cfg.Cuts > 0 || cfg.Restarts > 0) {
 		return nil, errors.New("chaos: SQLite has no server to cut or restart")
 	}
 	if cfg.Jobs < 1 || cfg.Workers < 1 || cfg.Concurrency < 1 {
@@ -238,7 +235,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	defer cancel()
 	h := &harness{
 		cfg:   cfg,
-		d:     dsn.Dialect,
+		d:     d,
 		names: dialect.Names{Prefix: cfg.Prefix},
 		rng:   rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		start: time.Now(),
@@ -252,7 +249,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	defer h.db.Close()
 	if err := h.db.PingContext(ctx); err != nil {
-		return nil, fmt.Errorf("chaos: connect to %s: %w", dsn, err)
+		return nil, fmt.Errorf("chaos: connect to %s: %w", dialect.Redact(cfg.DSN), err)
 	}
 	teardown, err := h.setup(ctx)
 	if err != nil {
@@ -299,15 +296,13 @@ func openDB(dsn string) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch d.Dialect {
-	case dialect.Postgres:
-		return postgres.OpenDB(d.Driver)
-	case dialect.MySQL:
-		return mysql.OpenDB(dsn)
-	case dialect.SQLite:
-		return sqlite.OpenDB(d.Driver)
+	if d == dialect.MSSQL {
+		return nil, fmt.Errorf("chaos: no harness for %s", d)
 	}
-	return nil, fmt.Errorf("chaos: no harness for %s", d.Dialect)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, _, err := dbq.OpenDB(ctx, dsn)
+	return db, err
 }
 
 // setup migrates the jobs table, creates the ledger and opens the queue

@@ -16,7 +16,7 @@ BEGIN TRANSACTION;
 DELETE j
 OUTPUT deleted.id, deleted.queue, deleted.dedupe_key INTO @done (id, queue, dedupe_key)
 FROM {{table "jobs"}} AS j WITH (ROWLOCK, FORCESEEK)
-INNER JOIN (VALUES {{rows}}) AS l (id) ON j.id = l.id;
+INNER JOIN (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}(@i{{$i}}){{end}}) AS l (id) ON j.id = l.id;
 DELETE d
 FROM {{table "jobs_dedupe"}} AS d WITH (ROWLOCK, FORCESEEK)
 INNER JOIN @done AS x ON d.queue = x.queue AND d.dedupe_key = x.dedupe_key AND d.id = x.id;

@@ -16,7 +16,7 @@ BEGIN TRANSACTION;
 DELETE f
 OUTPUT deleted.id, deleted.queue, deleted.dedupe_key INTO @done (id, queue, dedupe_key)
 FROM {{table "jobs_inflight"}} AS f WITH (ROWLOCK, FORCESEEK)
-INNER JOIN (VALUES {{rows}}) AS l (id, token) ON f.id = l.id AND f.claim_token = l.token;
+INNER JOIN (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}(@i{{$i}}, @t{{$i}}){{end}}) AS l (id, token) ON f.id = l.id AND f.claim_token = l.token;
 DELETE d
 FROM {{table "jobs_dedupe"}} AS d WITH (ROWLOCK, FORCESEEK)
 INNER JOIN @done AS x ON d.queue = x.queue AND d.dedupe_key = x.dedupe_key AND d.id = x.id;

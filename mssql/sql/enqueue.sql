@@ -22,7 +22,7 @@ SELECT NEXT VALUE FOR {{table "jobs_id_seq"}} OVER (ORDER BY v.ord),
             THEN DATEADD(millisecond, v.delay_ms, DATEADD(second, v.delay_s, SYSUTCDATETIME()))
             ELSE CONVERT(DATETIME2(6), SWITCHOFFSET(v.run_at, '+00:00')) END,
        0, v.max_attempts, 'ready', v.dedupe_key, SYSUTCDATETIME()
-FROM (VALUES {{rows}}) AS v (ord, queue, payload, priority, run_at, delay_s, delay_ms, max_attempts, dedupe_key);
+FROM (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}({{$i}}, @q{{$i}}, @p{{$i}}, @pr{{$i}}, @ra{{$i}}, @ds{{$i}}, @dm{{$i}}, @ma{{$i}}, @dk{{$i}}){{end}}) AS v (ord, queue, payload, priority, run_at, delay_s, delay_ms, max_attempts, dedupe_key);
 INSERT INTO {{table "jobs_dedupe"}} (queue, dedupe_key, id)
 SELECT queue, dedupe_key, id FROM @ids WHERE dedupe_key IS NOT NULL;
 SELECT id FROM @ids ORDER BY id;

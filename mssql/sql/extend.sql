@@ -5,4 +5,4 @@ UPDATE f
 SET claimed_until = DATEADD(millisecond, @lease_ms, DATEADD(second, @lease_s, SYSUTCDATETIME()))
 OUTPUT inserted.id
 FROM {{table "jobs_inflight"}} AS f WITH (ROWLOCK, FORCESEEK)
-INNER JOIN (VALUES {{rows}}) AS l (id, token) ON f.id = l.id AND f.claim_token = l.token;
+INNER JOIN (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}(@i{{$i}}, @t{{$i}}){{end}}) AS l (id, token) ON f.id = l.id AND f.claim_token = l.token;

@@ -11,4 +11,4 @@ OUTPUT deleted.id, deleted.queue, deleted.payload, deleted.priority, deleted.run
        last_error, dedupe_key, created_at)
 OUTPUT deleted.id
 FROM {{table "jobs_inflight"}} AS f WITH (ROWLOCK, FORCESEEK)
-INNER JOIN (VALUES {{rows}}) AS l (id, token) ON f.id = l.id AND f.claim_token = l.token;
+INNER JOIN (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}(@i{{$i}}, @t{{$i}}){{end}}) AS l (id, token) ON f.id = l.id AND f.claim_token = l.token;

@@ -24,5 +24,5 @@ OUTPUT deleted.id, deleted.queue, deleted.payload, deleted.priority,
        dedupe_key, created_at)
 OUTPUT deleted.id
 FROM {{table "jobs_inflight"}} AS f WITH (ROWLOCK, FORCESEEK)
-INNER JOIN (VALUES {{rows}}) AS l (id, token, delay_s, delay_ms, dead, snooze, error)
+INNER JOIN (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}(@i{{$i}}, @t{{$i}}, @ds{{$i}}, @dm{{$i}}, @dd{{$i}}, @sn{{$i}}, @e{{$i}}){{end}}) AS l (id, token, delay_s, delay_ms, dead, snooze, error)
     ON f.id = l.id AND f.claim_token = l.token;

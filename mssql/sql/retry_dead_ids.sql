@@ -6,5 +6,5 @@ UPDATE j
 SET state = 'ready', attempt = 0, run_at = SYSUTCDATETIME()
 OUTPUT inserted.id
 FROM {{table "jobs"}} AS j WITH (ROWLOCK, FORCESEEK)
-INNER JOIN (VALUES {{rows}}) AS l (id) ON j.id = l.id
+INNER JOIN (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}(@i{{$i}}){{end}}) AS l (id) ON j.id = l.id
 WHERE j.queue = @queue AND j.state = 'dead';

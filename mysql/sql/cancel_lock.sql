@@ -4,6 +4,6 @@
 -- job that claim took is claimed now and left alone; one it let go is
 -- still ready and is cancelled.
 SELECT id
-FROM {{.Jobs}} FORCE INDEX (PRIMARY)
-WHERE id IN ({{.List}}) AND state <> 'claimed'
+FROM {{table "jobs"}} FORCE INDEX (PRIMARY)
+WHERE id IN ({{params .N}}) AND state <> 'claimed'
 FOR UPDATE

@@ -9,8 +9,8 @@
 -- A paused queue (one primary-key probe of the queues table) has no
 -- candidates, so claiming from it opens no transaction.
 SELECT id
-FROM {{.Jobs}} FORCE INDEX ({{.ClaimIndex}})
+FROM {{table "jobs"}} FORCE INDEX ({{ident "jobs_claim"}})
 WHERE queue = ? AND state = 'ready' AND run_at <= UTC_TIMESTAMP(6)
-  AND NOT EXISTS (SELECT 1 FROM {{.Queues}} WHERE queue = ? AND paused)
+  AND NOT EXISTS (SELECT 1 FROM {{table "queues"}} WHERE queue = ? AND paused)
 ORDER BY priority, run_at, id
 LIMIT ?

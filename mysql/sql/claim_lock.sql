@@ -14,8 +14,8 @@
 SELECT id, queue, payload, priority, run_at, attempt, max_attempts,
        last_error, dedupe_key, created_at,
        DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND) AS lease_end
-FROM {{.Jobs}} FORCE INDEX (PRIMARY)
-WHERE id IN ({{.List}})
+FROM {{table "jobs"}} FORCE INDEX (PRIMARY)
+WHERE id IN ({{params .N}})
   AND queue = ? AND state = 'ready' AND run_at <= UTC_TIMESTAMP(6)
-  AND NOT EXISTS (SELECT 1 FROM {{.Queues}} WHERE queue = ? AND paused)
+  AND NOT EXISTS (SELECT 1 FROM {{table "queues"}} WHERE queue = ? AND paused)
 FOR UPDATE SKIP LOCKED

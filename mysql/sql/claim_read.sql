@@ -5,5 +5,5 @@
 -- locks. By primary key only.
 SELECT id, queue, payload, priority, run_at, attempt, max_attempts,
        last_error, dedupe_key, created_at, claimed_until
-FROM {{.Jobs}} FORCE INDEX (PRIMARY)
-WHERE id IN ({{.List}}) AND state = 'claimed' AND claim_token = ?
+FROM {{table "jobs"}} FORCE INDEX (PRIMARY)
+WHERE id IN ({{params .N}}) AND state = 'claimed' AND claim_token = ?

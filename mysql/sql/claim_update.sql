@@ -5,7 +5,7 @@
 -- SKIP LOCKED that locked nothing) changes none of them. The claim returns
 -- only rows this changed: all it locked when it changed as many rows as
 -- it locked, otherwise those read back by token (claim_read.sql).
-UPDATE {{.Jobs}}
+UPDATE {{table "jobs"}}
 SET state = 'claimed', claim_token = ?, claimed_until = CAST(? AS DATETIME(6))
-WHERE id IN ({{.List}})
+WHERE id IN ({{params .N}})
   AND state = 'ready' AND run_at <= UTC_TIMESTAMP(6)

@@ -1,6 +1,6 @@
 -- A completed job leaves the table: by primary key, and only while the
 -- claim is the lease's (state and token).
-DELETE FROM {{.Jobs}}
-WHERE id IN ({{.List}})
+DELETE FROM {{table "jobs"}}
+WHERE id IN ({{params .N}})
   AND state = 'claimed'
-  AND claim_token = CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END
+  AND claim_token = CASE id{{range rows .N}} WHEN ? THEN ?{{end}} END

@@ -3,7 +3,7 @@
 -- they increase: from LAST_INSERT_ID() up, in id order, the rows carrying
 -- the batch's marker. A primary-key range scan that stops at the LIMIT.
 SELECT id
-FROM {{.Jobs}} FORCE INDEX (PRIMARY)
+FROM {{table "jobs"}} FORCE INDEX (PRIMARY)
 WHERE id >= ? AND claim_token = ?
 ORDER BY id
 LIMIT ?

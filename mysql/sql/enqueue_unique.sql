@@ -9,7 +9,7 @@
 -- statement found and locked: there is no second look-up for the job to
 -- vanish before. The only unique key a new row can collide on is
 -- jobs_dedupe (queue, dedupe_key); id is AUTO_INCREMENT.
-INSERT INTO {{.Jobs}}
+INSERT INTO {{table "jobs"}}
     (queue, payload, priority, run_at, max_attempts, dedupe_key, created_at)
 VALUES
     (?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND)), ?, ?, UTC_TIMESTAMP(6))

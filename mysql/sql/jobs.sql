@@ -6,7 +6,7 @@
 -- the claim index's (queue, 'dead') range, sorted.
 SELECT id, queue, payload, priority, run_at, attempt, max_attempts, state,
        claim_token, claimed_until, last_error, dedupe_key, created_at
-FROM {{.Jobs}} FORCE INDEX ({{if .DeadOfQueue}}{{.ClaimIndex}}{{else}}PRIMARY{{end}})
+FROM {{table "jobs"}} FORCE INDEX ({{if .DeadOfQueue}}{{ident "jobs_claim"}}{{else}}PRIMARY{{end}})
 WHERE id > ?{{if .ByQueue}} AND queue = ?{{end}}{{if .ByState}} AND state = ?{{end}}
 ORDER BY id
 LIMIT ?

@@ -4,6 +4,6 @@
 -- key (waiting, briefly, for a claim or rescue looking at one of them) and
 -- read their tokens, to tell the leases still held from the lost ones.
 SELECT id, claim_token
-FROM {{.Jobs}} FORCE INDEX (PRIMARY)
-WHERE id IN ({{.List}}) AND state = 'claimed'
+FROM {{table "jobs"}} FORCE INDEX (PRIMARY)
+WHERE id IN ({{params .N}}) AND state = 'claimed'
 FOR UPDATE

@@ -1,2 +1,2 @@
 -- The paused queues in name order (the queues table's primary key).
-SELECT queue FROM {{.Queues}} WHERE paused ORDER BY queue
+SELECT queue FROM {{table "queues"}} WHERE paused ORDER BY queue

@@ -1,6 +1,6 @@
 -- Back to ready as it was: no attempt spent, run_at kept.
-UPDATE {{.Jobs}}
+UPDATE {{table "jobs"}}
 SET state = 'ready', claim_token = NULL, claimed_until = NULL
-WHERE id IN ({{.List}})
+WHERE id IN ({{params .N}})
   AND state = 'claimed'
-  AND claim_token = CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END
+  AND claim_token = CASE id{{range rows .N}} WHEN ? THEN ?{{end}} END

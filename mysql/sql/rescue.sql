@@ -6,11 +6,11 @@
 -- before this update (MySQL evaluates single-table assignments left to
 -- right; MariaDB's SIMULTANEOUS_ASSIGNMENT mode reads old values
 -- throughout: same result).
-UPDATE {{.Jobs}}
+UPDATE {{table "jobs"}}
 SET state = IF(attempt + 1 >= max_attempts, 'dead', 'ready'),
     attempt = attempt + 1,
     last_error = 'dbq: lease expired: the holder died or stalled without Extend',
     claim_token = NULL,
     claimed_until = NULL
-WHERE id IN ({{.List}})
+WHERE id IN ({{params .N}})
   AND state = 'claimed' AND claimed_until < UTC_TIMESTAMP(6)

@@ -1,4 +1,4 @@
 -- The queues that have jobs, for a rescue of all of them: a loose scan of
 -- the claim index's first column.
 SELECT DISTINCT queue
-FROM {{.Jobs}} FORCE INDEX ({{.ClaimIndex}})
+FROM {{table "jobs"}} FORCE INDEX ({{ident "jobs_claim"}})

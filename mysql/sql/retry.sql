@@ -9,17 +9,17 @@
 -- to right; MariaDB's SIMULTANEOUS_ASSIGNMENT mode reads old values
 -- throughout: same result). Times are DATE_ADD(…, INTERVAL … MICROSECOND),
 -- never "+ INTERVAL (…)", which TiDB parses as the INTERVAL() function.
-UPDATE {{.Jobs}}
-SET state = CASE (CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END)
+UPDATE {{table "jobs"}}
+SET state = CASE (CASE id{{range rows .N}} WHEN ? THEN ?{{end}} END)
                 WHEN 'snooze' THEN 'ready'
                 WHEN 'dead' THEN 'dead'
                 ELSE IF(attempt + 1 >= max_attempts, 'dead', 'ready')
             END,
-    run_at = DATE_ADD(UTC_TIMESTAMP(6), INTERVAL CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END MICROSECOND),
-    last_error = COALESCE(CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END, last_error),
-    attempt = attempt + (CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END),
+    run_at = DATE_ADD(UTC_TIMESTAMP(6), INTERVAL CASE id{{range rows .N}} WHEN ? THEN ?{{end}} END MICROSECOND),
+    last_error = COALESCE(CASE id{{range rows .N}} WHEN ? THEN ?{{end}} END, last_error),
+    attempt = attempt + (CASE id{{range rows .N}} WHEN ? THEN ?{{end}} END),
     claim_token = NULL,
     claimed_until = NULL
-WHERE id IN ({{.List}})
+WHERE id IN ({{params .N}})
   AND state = 'claimed'
-  AND claim_token = CASE id{{range .Rows}} WHEN ? THEN ?{{end}} END
+  AND claim_token = CASE id{{range rows .N}} WHEN ? THEN ?{{end}} END

@@ -1,3 +1,3 @@
 SELECT name, spec, time_zone, queue, last_tick, next_tick, paused, updated_at
-FROM {{.Schedules}}
+FROM {{table "schedules"}}
 ORDER BY name

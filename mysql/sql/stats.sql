@@ -9,7 +9,7 @@ SELECT j.queue,
        COALESCE(TIMESTAMPDIFF(MICROSECOND,
            MIN(CASE WHEN j.state = 'ready' AND j.run_at <= UTC_TIMESTAMP(6) THEN j.run_at END),
            UTC_TIMESTAMP(6)), 0),
-       EXISTS (SELECT 1 FROM {{.Queues}} AS p WHERE p.queue = j.queue AND p.paused)
-FROM {{.Jobs}} AS j FORCE INDEX ({{.ClaimIndex}})
+       EXISTS (SELECT 1 FROM {{table "queues"}} AS p WHERE p.queue = j.queue AND p.paused)
+FROM {{table "jobs"}} AS j FORCE INDEX ({{ident "jobs_claim"}})
 GROUP BY j.queue
 ORDER BY j.queue

@@ -17,7 +17,7 @@
 --
 -- The walk starts at ($4, $5, $6) in claim order: the head of the queue,
 -- or, after a walk that locked all it asked for, the first row that walk
--- locked (advisory.go, lock).
+-- locked (claim_advisory.go, lock).
 -- The branches, in order: the priorities before $4 from their start (a
 -- new urgent job is never passed over), priority $4 from ($5, $6), and
 -- the priorities after $4 from their start. Each priority is one range of
@@ -35,21 +35,21 @@
 -- statement to another server connection) the statement fails before it
 -- takes, checks or releases a lock.
 WITH RECURSIVE lo(p) AS (
-    SELECT (SELECT priority FROM {{jobs}}
+    SELECT (SELECT priority FROM {{table "jobs"}}
             WHERE queue = $1 AND state = 'ready' AND priority < $4::int2
             ORDER BY priority LIMIT 1)
   UNION ALL
-    SELECT (SELECT priority FROM {{jobs}}
+    SELECT (SELECT priority FROM {{table "jobs"}}
             WHERE queue = $1 AND state = 'ready' AND priority > lo.p AND priority < $4::int2
             ORDER BY priority LIMIT 1)
     FROM lo
     WHERE lo.p IS NOT NULL
 ), prio(p) AS (
-    SELECT (SELECT priority FROM {{jobs}}
+    SELECT (SELECT priority FROM {{table "jobs"}}
             WHERE queue = $1 AND state = 'ready' AND priority > $4::int2
             ORDER BY priority LIMIT 1)
   UNION ALL
-    SELECT (SELECT priority FROM {{jobs}}
+    SELECT (SELECT priority FROM {{table "jobs"}}
             WHERE queue = $1 AND state = 'ready' AND priority > prio.p
             ORDER BY priority LIMIT 1)
     FROM prio
@@ -62,7 +62,7 @@ FROM (
      FROM lo
      CROSS JOIN LATERAL (
          SELECT id, priority, run_at, tableoid::int4 AS ns
-         FROM {{jobs}}
+         FROM {{table "jobs"}}
          WHERE queue = $1 AND state = 'ready' AND priority = lo.p AND run_at <= now()
            AND NOT id = ANY($2::int8[])
          ORDER BY run_at, id
@@ -70,7 +70,7 @@ FROM (
      WHERE lo.p IS NOT NULL)
     UNION ALL
     (SELECT id, priority, run_at, tableoid::int4 AS ns
-     FROM {{jobs}}
+     FROM {{table "jobs"}}
      WHERE queue = $1 AND state = 'ready' AND priority = $4::int2 AND run_at <= now()
        AND (run_at, id) >= ($5::timestamptz, $6::int8)
        AND NOT id = ANY($2::int8[])
@@ -80,7 +80,7 @@ FROM (
      FROM prio
      CROSS JOIN LATERAL (
          SELECT id, priority, run_at, tableoid::int4 AS ns
-         FROM {{jobs}}
+         FROM {{table "jobs"}}
          WHERE queue = $1 AND state = 'ready' AND priority = prio.p AND run_at <= now()
            AND NOT id = ANY($2::int8[])
          ORDER BY run_at, id
@@ -97,7 +97,7 @@ CROSS JOIN LATERAL (
     OFFSET 0
 ) AS l
 WHERE l.locked
-  AND NOT EXISTS (SELECT 1 FROM {{queues}} WHERE queue = $1 AND paused)
+  AND NOT EXISTS (SELECT 1 FROM {{table "queues"}} WHERE queue = $1 AND paused)
   AND CASE WHEN current_setting('dbq.claimer', true) = $7::text THEN true
          ELSE ('dbq: postgres: server process ' || pg_backend_pid()
                || ' is not the advisory claimer''s session: a transaction pooler is in the way')::bool END

@@ -12,7 +12,7 @@
 -- loops run lazily and the LIMIT stops them, so a priority's rows are
 -- locked only when the ones before it did not fill the batch.
 --
--- The claim starts at ($5, $6, $7) in claim order (skiplocked.go, from):
+-- The claim starts at ($5, $6, $7) in claim order (claim_skiplocked.go, from):
 -- the head, or where the claimer's last claim began. Until vacuum, the
 -- claim index keeps an entry for every job claimed since, and a scan from
 -- the head reads them all: after 250,000 claims without vacuum a claim
@@ -31,27 +31,27 @@
 -- finds them claimed (issue #23). The state test is a CASE so that the
 -- partial claim index cannot serve it (see postcheck.sql): t is reached by
 -- primary key only.
-UPDATE {{jobs}} AS t
+UPDATE {{table "jobs"}} AS t
 SET state = 'claimed',
     claim_token = $3,
     claimed_until = now() + $4::int8 * interval '1 microsecond'
 FROM (
     WITH RECURSIVE lo(p) AS (
-        SELECT (SELECT priority FROM {{jobs}}
+        SELECT (SELECT priority FROM {{table "jobs"}}
                 WHERE queue = $1 AND state = 'ready' AND priority < $5::int2
                 ORDER BY priority LIMIT 1)
       UNION ALL
-        SELECT (SELECT priority FROM {{jobs}}
+        SELECT (SELECT priority FROM {{table "jobs"}}
                 WHERE queue = $1 AND state = 'ready' AND priority > lo.p AND priority < $5::int2
                 ORDER BY priority LIMIT 1)
         FROM lo
         WHERE lo.p IS NOT NULL
     ), hi(p) AS (
-        SELECT (SELECT priority FROM {{jobs}}
+        SELECT (SELECT priority FROM {{table "jobs"}}
                 WHERE queue = $1 AND state = 'ready' AND priority > $5::int2
                 ORDER BY priority LIMIT 1)
       UNION ALL
-        SELECT (SELECT priority FROM {{jobs}}
+        SELECT (SELECT priority FROM {{table "jobs"}}
                 WHERE queue = $1 AND state = 'ready' AND priority > hi.p
                 ORDER BY priority LIMIT 1)
         FROM hi
@@ -63,7 +63,7 @@ FROM (
          FROM lo
          CROSS JOIN LATERAL (
              SELECT id
-             FROM {{jobs}}
+             FROM {{table "jobs"}}
              WHERE queue = $1 AND state = 'ready' AND priority = lo.p AND run_at <= now()
              ORDER BY run_at, id
              LIMIT $2
@@ -74,7 +74,7 @@ FROM (
         (SELECT a.id
          FROM (
              SELECT id
-             FROM {{jobs}}
+             FROM {{table "jobs"}}
              WHERE queue = $1 AND state = 'ready' AND priority = $5::int2 AND run_at <= now()
                AND (run_at, id) >= ($6::timestamptz, $7::int8)
              ORDER BY run_at, id
@@ -86,7 +86,7 @@ FROM (
          FROM hi
          CROSS JOIN LATERAL (
              SELECT id
-             FROM {{jobs}}
+             FROM {{table "jobs"}}
              WHERE queue = $1 AND state = 'ready' AND priority = hi.p AND run_at <= now()
              ORDER BY run_at, id
              LIMIT $2
@@ -94,7 +94,7 @@ FROM (
          ) AS j
          WHERE hi.p IS NOT NULL)
     ) AS cand
-    WHERE NOT EXISTS (SELECT 1 FROM {{queues}} WHERE queue = $1 AND paused)
+    WHERE NOT EXISTS (SELECT 1 FROM {{table "queues"}} WHERE queue = $1 AND paused)
     LIMIT $2
 ) AS c
 WHERE t.id = c.id AND CASE t.state WHEN 'ready' THEN true END AND t.run_at <= now()

@@ -12,7 +12,7 @@
 -- session; run in any other session (a transaction pooler handed the
 -- statement to another server connection) the statement fails before it
 -- takes, checks or releases a lock.
-DELETE FROM {{jobs}} AS t
+DELETE FROM {{table "jobs"}} AS t
 USING unnest($1::int8[]) AS k(id)
 WHERE t.id = k.id AND CASE t.state WHEN 'ready' THEN true END
   AND CASE WHEN current_setting('dbq.claimer', true) = $2::text THEN true

@@ -1,2 +1,2 @@
 -- The stored job of queue $1 with dedupe key $2 (jobs_dedupe).
-SELECT id FROM {{jobs}} WHERE queue = $1 AND dedupe_key = $2
+SELECT id FROM {{table "jobs"}} WHERE queue = $1 AND dedupe_key = $2

@@ -9,7 +9,7 @@
 -- statement's transaction, so listeners hear only of committed jobs. The
 -- one-row count is joined in so that the notify always runs.
 WITH ins AS (
-    INSERT INTO {{jobs}} (queue, payload, priority, run_at, max_attempts, dedupe_key)
+    INSERT INTO {{table "jobs"}} (queue, payload, priority, run_at, max_attempts, dedupe_key)
     SELECT u.queue,
            u.payload,
            u.priority,

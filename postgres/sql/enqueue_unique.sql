@@ -4,7 +4,7 @@
 -- $8 is the notification channel, as in enqueue.sql: notified only when a
 -- job was inserted.
 WITH ins AS (
-    INSERT INTO {{jobs}} (queue, payload, priority, run_at, max_attempts, dedupe_key)
+    INSERT INTO {{table "jobs"}} (queue, payload, priority, run_at, max_attempts, dedupe_key)
     VALUES ($1::text, $2::bytea, $3::int2,
             coalesce($4::timestamptz, now() + $5::int8 * interval '1 microsecond'),
             $6::int4, $7::text)

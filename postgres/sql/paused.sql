@@ -1,1 +1,1 @@
-SELECT queue FROM {{queues}} WHERE paused ORDER BY queue
+SELECT queue FROM {{table "queues"}} WHERE paused ORDER BY queue

@@ -13,7 +13,7 @@
 SELECT t.id, t.queue, t.payload, t.priority, t.run_at, t.attempt, t.max_attempts,
        t.last_error, t.dedupe_key, t.created_at
 FROM unnest($1::int8[]) AS k(id)
-JOIN {{jobs}} AS t ON t.id = k.id
+JOIN {{table "jobs"}} AS t ON t.id = k.id
 WHERE CASE t.state WHEN 'ready' THEN true END AND t.run_at <= now()
   AND CASE WHEN current_setting('dbq.claimer', true) = $2::text THEN true
          ELSE ('dbq: postgres: server process ' || pg_backend_pid()

@@ -10,7 +10,7 @@
 -- one-argument key lives apart from the two-int4 keys of advisory claims.)
 -- The condition has no column in it, so it is a one-time filter checked
 -- before any row is read.
-UPDATE {{jobs}} AS t
+UPDATE {{table "jobs"}} AS t
 SET state = CASE WHEN t.attempt + 1 >= t.max_attempts THEN 'dead' ELSE 'ready' END,
     attempt = t.attempt + 1,
     last_error = 'dbq: lease expired: the holder died or stalled without Extend',
@@ -18,7 +18,7 @@ SET state = CASE WHEN t.attempt + 1 >= t.max_attempts THEN 'dead' ELSE 'ready' E
     claimed_until = NULL
 FROM (
     SELECT id
-    FROM {{jobs}}
+    FROM {{table "jobs"}}
     WHERE pg_try_advisory_xact_lock($1::int8)
       AND state = 'claimed' AND claimed_until < now()
     ORDER BY claimed_until

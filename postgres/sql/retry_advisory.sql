@@ -8,7 +8,7 @@
 -- session; run in any other session (a transaction pooler handed the
 -- statement to another server connection) the statement fails before it
 -- takes, checks or releases a lock.
-UPDATE {{jobs}} AS t
+UPDATE {{table "jobs"}} AS t
 SET attempt = t.attempt + CASE WHEN r.snooze THEN 0 ELSE 1 END,
     run_at = now() + r.delay_us * interval '1 microsecond',
     last_error = CASE WHEN r.snooze THEN t.last_error ELSE r.error END,

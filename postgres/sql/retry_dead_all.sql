@@ -1,9 +1,9 @@
 -- Revives up to 1000 dead jobs of queue $1 in id order (jobs_dead): ready
 -- now, attempt 0, last_error kept. Run until it returns fewer.
-UPDATE {{jobs}} AS t
+UPDATE {{table "jobs"}} AS t
 SET state = 'ready', attempt = 0, run_at = now()
 FROM (
-    SELECT id FROM {{jobs}}
+    SELECT id FROM {{table "jobs"}}
     WHERE queue = $1 AND state = 'dead'
     ORDER BY queue, id
     LIMIT 1000

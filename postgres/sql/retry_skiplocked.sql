@@ -4,7 +4,7 @@
 -- snooze only reschedules: attempt and last_error stay.
 -- The state test is a CASE so that no partial index serves the statement
 -- (see complete_advisory.sql).
-UPDATE {{jobs}} AS t
+UPDATE {{table "jobs"}} AS t
 SET attempt = t.attempt + CASE WHEN r.snooze THEN 0 ELSE 1 END,
     run_at = now() + r.delay_us * interval '1 microsecond',
     last_error = CASE WHEN r.snooze THEN t.last_error ELSE r.error END,

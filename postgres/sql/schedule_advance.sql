@@ -2,7 +2,7 @@
 -- older: the row that comes back is this transaction's licence to enqueue
 -- the tick's job. A concurrent advance of the same row waits for this one
 -- to end and then finds last_tick no longer older, so it returns nothing.
-UPDATE {{schedules}}
+UPDATE {{table "schedules"}}
 SET last_tick = $2, next_tick = $3, updated_at = now()
 WHERE name = $1 AND (last_tick IS NULL OR last_tick < $2)
 RETURNING paused

@@ -10,7 +10,7 @@ WITH held AS (
 ), jobs AS (
     SELECT j.queue, j.run_at,
            CASE WHEN j.state = 'ready' AND h.objid IS NOT NULL THEN 'held' ELSE j.state END AS state
-    FROM {{jobs}} AS j
+    FROM {{table "jobs"}} AS j
     LEFT JOIN held AS h ON h.classid = j.tableoid AND h.objid = j.id::bit(32)::int4::oid
 )
 SELECT queue,
@@ -19,7 +19,7 @@ SELECT queue,
        count(*) FILTER (WHERE state IN ('claimed', 'held')) AS held,
        count(*) FILTER (WHERE state = 'dead') AS dead,
        coalesce(extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'ready' AND run_at <= now())), 0)::float8 AS oldest_ready_age,
-       EXISTS (SELECT 1 FROM {{queues}} AS q WHERE q.queue = jobs.queue AND q.paused) AS paused
+       EXISTS (SELECT 1 FROM {{table "queues"}} AS q WHERE q.queue = jobs.queue AND q.paused) AS paused
 FROM jobs
 GROUP BY queue
 ORDER BY queue

@@ -7,16 +7,16 @@
 -- re-prepares the statement whenever n changes, which cost more than the
 -- claim itself; the index already gives the order, so the hint buys
 -- nothing.
-UPDATE {{jobs}}
+UPDATE {{table "jobs"}}
 SET state = 'claimed',
     claim_token = ?1,
     claimed_until = (CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000) + ?2
 WHERE id IN (
-    SELECT id FROM {{jobs}}
+    SELECT id FROM {{table "jobs"}}
     WHERE queue = ?3
       AND state = 'ready'
       AND run_at <= (CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000)
-      AND NOT EXISTS (SELECT 1 FROM {{queues}} WHERE queue = ?3 AND paused)
+      AND NOT EXISTS (SELECT 1 FROM {{table "queues"}} WHERE queue = ?3 AND paused)
     ORDER BY priority, run_at, id
     LIMIT ?4 + 0)
 RETURNING id, queue, payload, priority, run_at, attempt, max_attempts,

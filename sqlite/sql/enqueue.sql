@@ -1,8 +1,8 @@
--- Inserts a batch of jobs. The tuple between the row markers is one job;
--- a batch repeats it, comma-separated. Per job: queue, payload,
--- priority, run_at in µs (NULL: now + delay), delay in µs, max_attempts,
--- dedupe_key. now is the database clock in integer µs since the epoch, one
--- value for the whole statement.
-INSERT INTO {{jobs}} (queue, payload, priority, run_at, max_attempts, dedupe_key, created_at)
-VALUES {{row}}(?, ?, ?, COALESCE(?, (CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000) + ?), ?, ?, (CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000)){{/row}}
+-- Inserts .N jobs, one parenthesised tuple per job. Per job: queue,
+-- payload, priority, run_at in µs (NULL: now + delay), delay in µs,
+-- max_attempts, dedupe_key. now is the database clock in integer µs since
+-- the epoch, one value for the whole statement.
+INSERT INTO {{table "jobs"}} (queue, payload, priority, run_at, max_attempts, dedupe_key, created_at)
+VALUES {{range $i := rows .N}}{{if $i}},
+       {{end}}(?, ?, ?, COALESCE(?, (CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000) + ?), ?, ?, (CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000)){{end}}
 RETURNING id

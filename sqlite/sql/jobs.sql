@@ -3,7 +3,7 @@
 -- page costs the rows up to its last match, never the whole table.
 SELECT id, queue, payload, priority, run_at, attempt, max_attempts, state,
        claim_token, claimed_until, last_error, dedupe_key, created_at
-FROM {{jobs}}
+FROM {{table "jobs"}}
 WHERE id > ?3
   AND (?1 = '' OR queue = ?1)
   AND (?2 = '' OR state = ?2)

@@ -3,7 +3,7 @@
 -- ready and held jobs, however many, cost nothing.
 SELECT id, queue, payload, priority, run_at, attempt, max_attempts, state,
        claim_token, claimed_until, last_error, dedupe_key, created_at
-FROM {{jobs}}
+FROM {{table "jobs"}}
 WHERE queue = ?1 AND state = 'dead' AND id > ?2
 ORDER BY id
 LIMIT ?3

@@ -1,2 +1,2 @@
 -- Lists the paused queues in name order.
-SELECT queue FROM {{queues}} WHERE paused ORDER BY queue
+SELECT queue FROM {{table "queues"}} WHERE paused ORDER BY queue

@@ -1,6 +1,6 @@
 -- Puts held jobs back as they were: same run_at, no attempt spent. ?1 is a
 -- JSON array of [id, token] pairs.
-UPDATE {{jobs}} AS j
+UPDATE {{table "jobs"}} AS j
 SET state = 'ready',
     claim_token = NULL,
     claimed_until = NULL

@@ -3,7 +3,7 @@
 -- spent, or marked dead, becomes dead (run_at then records when it died).
 -- A snoozed job is ready again after its delay with attempt and last_error
 -- as they were.
-UPDATE {{jobs}} AS j
+UPDATE {{table "jobs"}} AS j
 SET attempt = CASE WHEN r.snooze THEN j.attempt ELSE j.attempt + 1 END,
     state = CASE WHEN r.snooze THEN 'ready'
                  WHEN r.dead OR j.attempt + 1 >= j.max_attempts THEN 'dead'

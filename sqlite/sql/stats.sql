@@ -10,7 +10,7 @@ SELECT j.queue,
        SUM(j.state = 'dead')                                      AS dead,
        COALESCE((n.now - MIN(CASE WHEN j.state = 'ready' AND j.run_at <= n.now
                                   THEN j.run_at END)) / 1e6, 0.0) AS oldest_ready_age,
-       COALESCE((SELECT p.paused FROM {{queues}} AS p WHERE p.queue = j.queue), 0) AS paused
-FROM {{jobs}} AS j, n
+       COALESCE((SELECT p.paused FROM {{table "queues"}} AS p WHERE p.queue = j.queue), 0) AS paused
+FROM {{table "jobs"}} AS j, n
 GROUP BY j.queue
 ORDER BY j.queue

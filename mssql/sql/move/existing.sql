@@ -7,4 +7,4 @@
 -- FORCESEEK: one seek per key, so the range locks cover only those keys.
 SELECT d.queue, d.dedupe_key, d.id
 FROM {{table "jobs_dedupe"}} AS d WITH (UPDLOCK, HOLDLOCK, ROWLOCK, FORCESEEK)
-INNER JOIN (VALUES {{rows}}) AS l (queue, dedupe_key) ON d.queue = l.queue AND d.dedupe_key = l.dedupe_key;
+INNER JOIN (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}(@q{{$i}}, @k{{$i}}){{end}}) AS l (queue, dedupe_key) ON d.queue = l.queue AND d.dedupe_key = l.dedupe_key;

@@ -13,7 +13,7 @@ SELECT TOP (@limit) j.id, j.queue, j.payload, j.priority, j.run_at, j.attempt, j
        j.state, j.last_error, j.dedupe_key, j.created_at
 FROM {{table "jobs"}} AS j WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE j.id > @after
-  AND (@all_queues = 1 OR j.queue IN (SELECT v.queue FROM (VALUES {{rows}}) AS v (queue)))
+  AND (@all_queues = 1 OR j.queue IN (SELECT v.queue FROM (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}(@q{{$i}}){{end}}) AS v (queue)))
   AND ((j.state = 'ready' AND j.run_at <= SYSUTCDATETIME() AND @ready = 1)
     OR (j.state = 'ready' AND j.run_at > SYSUTCDATETIME() AND @scheduled = 1)
     OR (j.state = 'dead' AND @dead = 1))

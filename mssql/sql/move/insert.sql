@@ -19,7 +19,7 @@ SELECT NEXT VALUE FOR {{table "jobs_id_seq"}} OVER (ORDER BY v.ord),
        v.queue, v.payload, v.priority, CONVERT(DATETIME2(6), SWITCHOFFSET(v.run_at, '+00:00')),
        v.attempt, v.max_attempts, v.state, v.last_error, v.dedupe_key,
        CONVERT(DATETIME2(6), SWITCHOFFSET(v.created_at, '+00:00'))
-FROM (VALUES {{rows}}) AS v (ord, queue, payload, priority, run_at, attempt, max_attempts,
+FROM (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}({{$i}}, @q{{$i}}, @p{{$i}}, @pr{{$i}}, @ra{{$i}}, @a{{$i}}, @ma{{$i}}, @s{{$i}}, @e{{$i}}, @k{{$i}}, @c{{$i}}){{end}}) AS v (ord, queue, payload, priority, run_at, attempt, max_attempts,
        state, last_error, dedupe_key, created_at);
 INSERT INTO {{table "jobs_dedupe"}} (queue, dedupe_key, id)
 SELECT queue, dedupe_key, id FROM @ids;

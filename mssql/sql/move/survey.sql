@@ -13,7 +13,7 @@ SELECT COALESCE(MAX(DATALENGTH(j.payload)), 0),
 FROM {{table "jobs"}} AS j
 CROSS APPLY (SELECT CAST(u.key_utf8 AS VARCHAR(800)) AS utf8
              FROM (SELECT j.dedupe_key COLLATE Latin1_General_100_BIN2_UTF8 AS key_utf8) AS u) AS k
-WHERE (@all_queues = 1 OR j.queue IN (SELECT v.queue FROM (VALUES {{rows}}) AS v (queue)))
+WHERE (@all_queues = 1 OR j.queue IN (SELECT v.queue FROM (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}(@q{{$i}}){{end}}) AS v (queue)))
   AND ((j.state = 'ready' AND j.run_at <= SYSUTCDATETIME() AND @ready = 1)
     OR (j.state = 'ready' AND j.run_at > SYSUTCDATETIME() AND @scheduled = 1)
     OR (j.state = 'dead' AND @dead = 1));

@@ -2,10 +2,47 @@ package postgres
 
 import (
 	"context"
+	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/dbqueue/dbq/queue"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// NewClaimer returns an *AdvisoryClaimer, which takes one connection from
+// the pool and keeps it until Close, or a *SkipLockedClaimer, which borrows
+// a connection per call.
+func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, ctxErr("new claimer", ctx)
+	}
+	if d.cfg.Strategy == SkipLocked {
+		return newSkipLockedClaimer(d), nil
+	}
+	c, err := d.openAdvisoryClaimer(ctx)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return c, nil
+}
+
+// resumeEvery: a claimer (either strategy) that starts its claims where
+// the last one began still starts every resumeEvery-th claim at the head,
+// where jobs released behind that point (or enqueued with an old run_at)
+// come back.
+const resumeEvery = 16
+
+// The start of a walk at the head of the queue.
+var (
+	headPriority = int16(math.MinInt16)
+	headRunAt    = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 )
 
 const (
@@ -82,4 +119,20 @@ func guardedIDs(ctx context.Context, conn *pgx.Conn, sql string, args ...any) ([
 	gctx, done := guard(ctx, conn.PgConn())
 	defer done()
 	return queryIDs(gctx, conn, sql, args...)
+}
+
+// errorText makes s storable as last_error: valid UTF-8 without NUL bytes
+// (a PostgreSQL text value can hold neither), at most queue.MaxErrorBytes
+// bytes, cut on a character boundary.
+func errorText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	if len(s) <= queue.MaxErrorBytes {
+		return s
+	}
+	cut := queue.MaxErrorBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

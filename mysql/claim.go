@@ -112,7 +112,7 @@ func (c *Claimer) connect(ctx context.Context) error {
 		}
 	}
 	var id int64
-	if err := cn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+	if err := cn.QueryRowContext(ctx, c.d.stmts.get(sqlConnectionID, 0)).Scan(&id); err != nil {
 		discard(cn)
 		return c.d.classify("claimer session", err)
 	}

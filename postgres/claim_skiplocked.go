@@ -54,10 +54,6 @@ func newSkipLockedClaimer(d *Driver) *SkipLockedClaimer {
 // third of it.
 func (c *SkipLockedClaimer) LeaseDuration() time.Duration { return c.d.cfg.Lease }
 
-// Rescue returns every expired lease of the table to ready; see
-// [Driver.Rescue].
-func (c *SkipLockedClaimer) Rescue(ctx context.Context) (int, error) { return c.d.Rescue(ctx) }
-
 // run runs a statement returning ids on a connection of the pool, under
 // guard: a cancelled ctx stops it with a cancel request, so whether it took
 // effect is always known.
@@ -72,13 +68,6 @@ func (c *SkipLockedClaimer) run(ctx context.Context, op, sql string, args ...any
 		return nil, failed(ctx, op, err)
 	}
 	return ids, nil
-}
-
-func failed(ctx context.Context, op string, err error) error {
-	if ctx.Err() != nil && (isCode(err, codeQueryCanceled) || errors.Is(err, context.Canceled)) {
-		return ctxErr(op, ctx)
-	}
-	return interpret(op, err)
 }
 
 func (c *SkipLockedClaimer) check(ctx context.Context, op string) error {

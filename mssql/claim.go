@@ -76,11 +76,11 @@ func (c *Claimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.
 func (c *Claimer) claimOnce(ctx context.Context, queueName string, n int) ([]*queue.Job, error) {
 	token := newToken()
 	leaseS, leaseMS := splitDuration(c.d.cfg.Lease)
-	stmt, args := c.d.sql[sqlClaim], []any{
+	stmt, args := c.d.sql.text(sqlClaim), []any{
 		sql.Named("n", int32(n)), sql.Named("queue", mssqldb.VarChar(queueName)), sql.Named("token", token),
 		sql.Named("lease_s", leaseS), sql.Named("lease_ms", leaseMS)}
 	if c.d.cfg.Strategy == UpdLock {
-		stmt = c.d.sql[sqlClaimUpdLock]
+		stmt = c.d.sql.text(sqlClaimUpdLock)
 	} else {
 		args = append(args, sql.Named("window", int32(max(c.d.cfg.Window, n))))
 	}
@@ -132,7 +132,7 @@ const abandonTimeout = 10 * time.Second
 func (c *Claimer) abandon(ctx context.Context, token int64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
 	defer cancel()
-	if _, err := c.d.db.ExecContext(ctx, c.d.sql[sqlAbandon], sql.Named("token", token)); err != nil &&
+	if _, err := c.d.db.ExecContext(ctx, c.d.sql.text(sqlAbandon), sql.Named("token", token)); err != nil &&
 		!hasNumber(err, errInvalidObject) {
 		c.d.cfg.Logger.Warn("dbq: could not return the jobs of an interrupted claim; they come back when their lease expires",
 			"err", err, "lease", c.d.cfg.Lease)
@@ -149,9 +149,13 @@ func newToken() int64 {
 	}
 }
 
-// leaseChunk is the most leases one statement carries: with 7 parameters
-// per lease (Retry) it stays well under SQL Server's 2,100 per request.
-const leaseChunk = 250
+// leaseChunk is the most leases one statement carries: with leaseParams
+// parameters per lease (Retry) it stays well under SQL Server's 2,100 per
+// request.
+const (
+	leaseChunk  = 250
+	leaseParams = 7
+)
 
 // Complete deletes the jobs and frees their dedupe keys.
 func (c *Claimer) Complete(ctx context.Context, leases []queue.Lease) error {
@@ -183,7 +187,6 @@ func (c *Claimer) Retry(ctx context.Context, retries []queue.RetryParams) error 
 		leases[i] = r.Lease
 	}
 	return c.end(ctx, leaseOp{op: "retry", stmt: sqlRetry, ends: true,
-		cols: []string{"ds", "dm", "dd", "sn", "e"},
 		row: func(k, i int) []any {
 			r := retries[i]
 			s, ms := splitDuration(r.Delay)
@@ -209,10 +212,9 @@ type leaseOp struct {
 	op, stmt string
 	// ends says the statement ends the claims it finds.
 	ends bool
-	// cols are the columns of a VALUES row after id and token, and row
-	// returns row k's parameters for them, from lease i.
-	cols []string
-	row  func(k, i int) []any
+	// row returns the parameters of VALUES row k after id and token, from
+	// lease i.
+	row func(k, i int) []any
 	// shared are the parameters of the whole statement.
 	shared []any
 }
@@ -244,11 +246,10 @@ func (c *Claimer) run(ctx context.Context, o leaseOp, leases []queue.Lease) erro
 			want = append(want, l)
 		}
 	}
-	cols := append([]string{"i", "t"}, o.cols...)
 	var done []int64
 	for start := 0; start < len(idx); start += leaseChunk {
 		chunk := idx[start:min(start+leaseChunk, len(idx))]
-		args := append(make([]any, 0, len(cols)*len(chunk)+len(o.shared)), o.shared...)
+		args := append(make([]any, 0, leaseParams*len(chunk)+len(o.shared)), o.shared...)
 		for k, i := range chunk {
 			args = append(args, named("i", k, leases[i].ID), named("t", k, leases[i].Token))
 			if o.row != nil {
@@ -257,7 +258,10 @@ func (c *Claimer) run(ctx context.Context, o leaseOp, leases []queue.Lease) erro
 		}
 		// A deadlock victim's statement was rolled back, and the tokens make
 		// running it again safe.
-		stmt := withRows(c.d.sql[o.stmt], len(chunk), cols...)
+		stmt, err := c.d.sql.rows(o.stmt, len(chunk))
+		if err != nil {
+			return err
+		}
 		ids, _, err := retryConflicts(ctx, c.d.cfg.ClaimAttempts, c.d.pause, func(ctx context.Context) ([]int64, error) {
 			return dialect.QueryIDs(ctx, c.d.db, stmt, args...)
 		})

@@ -1,0 +1,2 @@
+-- The id of the claimer's own session (tests find its locks by it).
+SELECT CONNECTION_ID()
