@@ -335,3 +335,9 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	}
 	return out, nil
 }
+
+// StatsByKind implements queue.Admin.
+// TODO(#24): until this dialect stores kinds, it says so.
+func (d *Driver) StatsByKind(context.Context) ([]queue.KindStats, error) {
+	return nil, queue.ErrUnsupported
+}

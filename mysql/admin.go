@@ -335,3 +335,9 @@ func sortIDs(ids []int64) []int64 {
 	slices.Sort(ids)
 	return ids
 }
+
+// StatsByKind implements queue.Admin.
+// TODO(#24): until this dialect stores kinds, it says so.
+func (d *Driver) StatsByKind(context.Context) ([]queue.KindStats, error) {
+	return nil, queue.ErrUnsupported
+}

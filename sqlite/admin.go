@@ -237,3 +237,9 @@ func idsJSON(ids []int64) string {
 	}
 	return string(append(b, ']'))
 }
+
+// StatsByKind implements queue.Admin.
+// TODO(#24): until this dialect stores kinds, it says so.
+func (d *Driver) StatsByKind(context.Context) ([]queue.KindStats, error) {
+	return nil, queue.ErrUnsupported
+}
