@@ -60,9 +60,11 @@ type Schedule struct {
 	// TimeZone is the IANA zone the spec's times are in. Default UTC (or
 	// the spec's CRON_TZ).
 	TimeZone string
-	// Queue, Payload, Priority and MaxAttempts describe the job each tick
-	// makes. Queue is required; MaxAttempts 0 means the Queue's default.
+	// Queue, Kind, Payload, Priority and MaxAttempts describe the job each
+	// tick makes. Queue is required; Kind is optional (see queue.Args);
+	// MaxAttempts 0 means the Queue's default.
 	Queue       string
+	Kind        string
 	Payload     []byte
 	Priority    int16
 	MaxAttempts int
@@ -215,6 +217,11 @@ func New(q *queue.Queue, schedules []Schedule, cfg Config) (*Scheduler, error) {
 		seen[s.Name] = true
 		if err := dialect.ValidateQueue(s.Queue); err != nil {
 			return nil, fmt.Errorf("%w (schedule %s)", err, s.Name)
+		}
+		if s.Kind != "" {
+			if err := queue.ValidateKind(s.Kind); err != nil {
+				return nil, fmt.Errorf("%w (schedule %s)", err, s.Name)
+			}
 		}
 		spec, err := Parse(s.Spec, s.TimeZone)
 		if err != nil {
@@ -380,7 +387,7 @@ func (sc *Scheduler) fire(ctx context.Context, e *entry, now time.Time) error {
 		r, err := sc.q.AdvanceSchedule(ctx, queue.Tick{
 			Schedule: e.s.Name, At: tick, Next: e.spec.Next(tick),
 			Job: queue.NewJob{
-				Queue: e.s.Queue, Payload: e.s.Payload, Priority: e.s.Priority, MaxAttempts: e.s.MaxAttempts,
+				Queue: e.s.Queue, Kind: e.s.Kind, Payload: e.s.Payload, Priority: e.s.Priority, MaxAttempts: e.s.MaxAttempts,
 				RunAt: tick, DedupeKey: DedupeKey(e.s.Name, tick),
 			},
 		})

@@ -281,9 +281,30 @@ func TestNewRefusesBadSchedules(t *testing.T) {
 		{{Name: "a", Spec: "@hourly", Queue: "q"}, {Name: "a", Spec: "@daily", Queue: "q"}},
 		{{Name: "a", Spec: "@hourly", Queue: "q", Missed: 7}},
 		{{Name: "a", Spec: "@hourly", Queue: "q", MaxMissed: -1}},
+		{{Name: "a", Spec: "@hourly", Queue: "q", Kind: "bad\nkind"}},
 	} {
 		if _, err := New(q, s, Config{}); err == nil {
 			t.Errorf("%+v accepted", s)
+		}
+	}
+}
+
+// A schedule's kind is its jobs' kind.
+func TestTicksCarryTheKind(t *testing.T) {
+	st, clk, h := newStore(), &clock{now: t0}, &counts{}
+	s := every1s(MissedLatest)
+	s.Kind = "nightly_report"
+	sc := newScheduler(t, st, clk, h, s)
+	clk.set(t0.Add(1500 * time.Millisecond))
+	if err := sc.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.jobs) != 1 {
+		t.Fatalf("%d jobs, want 1", len(st.jobs))
+	}
+	for _, j := range st.jobs {
+		if j.Kind != "nightly_report" {
+			t.Errorf("the tick's job has kind %q", j.Kind)
 		}
 	}
 }
