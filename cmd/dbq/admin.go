@@ -18,6 +18,7 @@ import (
 // listFlags are the flags of the commands that list jobs.
 type listFlags struct {
 	queue  string
+	kind   string
 	state  string
 	limit  int
 	after  int64
@@ -28,6 +29,7 @@ func (l *listFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.IntVar(&l.limit, "limit", queue.DefaultListLimit, fmt.Sprintf("jobs to show, at most %d", queue.MaxListLimit))
 	f.Int64Var(&l.after, "after", 0, "show jobs with a larger id: the last id of the previous page")
+	f.StringVar(&l.kind, "kind", "", "only jobs of this kind")
 	f.BoolVar(&l.asJSON, "json", false, "print JSON")
 }
 
@@ -48,7 +50,7 @@ func (l *listFlags) list(cmd *cobra.Command, g *globals, f queue.JobFilter) erro
 		return err
 	}
 	defer q.Close()
-	f.AfterID, f.Limit = l.after, l.limit
+	f.AfterID, f.Limit, f.Kind = l.after, l.limit, l.kind
 	jobs, err := q.Jobs(ctx, f)
 	if err != nil {
 		return err
@@ -61,13 +63,17 @@ func (l *listFlags) list(cmd *cobra.Command, g *globals, f queue.JobFilter) erro
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tQUEUE\tSTATE\tPRIORITY\tATTEMPT\tRUN AT\tLAST ERROR")
+	fmt.Fprintln(tw, "ID\tQUEUE\tKIND\tSTATE\tPRIORITY\tATTEMPT\tRUN AT\tLAST ERROR")
 	for _, j := range jobs {
 		state := string(j.State)
 		if j.State == queue.StateReady && j.RunAt.After(time.Now()) {
 			state = "scheduled"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", j.ID, j.Queue, state, j.Priority,
+		kind := j.Kind
+		if kind == "" {
+			kind = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", j.ID, j.Queue, oneLine(kind, 40), state, j.Priority,
 			j.Attempt, j.MaxAttempts, j.RunAt.UTC().Format(time.RFC3339), oneLine(j.LastError, 60))
 	}
 	if err := tw.Flush(); err != nil {
@@ -84,6 +90,7 @@ func (l *listFlags) list(cmd *cobra.Command, g *globals, f queue.JobFilter) erro
 type jobJSON struct {
 	ID            int64     `json:"id"`
 	Queue         string    `json:"queue"`
+	Kind          string    `json:"kind,omitempty"`
 	State         string    `json:"state"`
 	Priority      int16     `json:"priority"`
 	Attempt       int       `json:"attempt"`
@@ -98,7 +105,7 @@ type jobJSON struct {
 
 func toJSON(j *queue.Job) jobJSON {
 	out := jobJSON{
-		ID: j.ID, Queue: j.Queue, State: string(j.State), Priority: j.Priority, Attempt: j.Attempt,
+		ID: j.ID, Queue: j.Queue, Kind: j.Kind, State: string(j.State), Priority: j.Priority, Attempt: j.Attempt,
 		MaxAttempts: j.MaxAttempts, RunAt: j.RunAt, CreatedAt: j.CreatedAt, LastError: j.LastError,
 		DedupeKey: j.DedupeKey,
 	}

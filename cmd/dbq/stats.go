@@ -5,11 +5,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dbqueue/dbq/queue"
 	"github.com/spf13/cobra"
 )
 
 func statsCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, byKind bool
 	cmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Show per queue: ready, scheduled, held and dead jobs, whether it is paused, and the oldest ready job's wait",
@@ -20,6 +21,9 @@ func statsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer q.Close()
+			if byKind {
+				return printKindStats(cmd, q, asJSON)
+			}
 			st, err := q.Stats(cmd.Context())
 			if err != nil {
 				return err
@@ -44,5 +48,30 @@ func statsCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&byKind, "by-kind", false, "count per queue and job kind")
 	return cmd
+}
+
+// printKindStats prints the counts per queue and kind.
+func printKindStats(cmd *cobra.Command, q *queue.Queue, asJSON bool) error {
+	st, err := q.StatsByKind(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if st == nil {
+			st = []queue.KindStats{}
+		}
+		return printJSON(cmd.OutOrStdout(), st)
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "QUEUE\tKIND\tREADY\tSCHEDULED\tHELD\tDEAD\t")
+	for _, s := range st {
+		kind := s.Kind
+		if kind == "" {
+			kind = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t\n", s.Queue, oneLine(kind, 40), s.Ready, s.Scheduled, s.Held, s.Dead)
+	}
+	return tw.Flush()
 }
