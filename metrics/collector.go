@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/dbqueue/dbq/queue"
@@ -17,6 +18,12 @@ type CollectorConfig struct {
 	Timeout time.Duration
 	// Logger receives failed scrapes. Default: the Queue's logger.
 	Logger *slog.Logger
+	// ByKind also reports dbq_queue_jobs_by_kind, the stored jobs per
+	// queue, kind and state, with a second count per scrape
+	// (Queue.StatsByKind). At most MaxKinds queue and kind pairs get their
+	// own series; the rest are summed under kind "other". Jobs with no
+	// kind are reported with kind "". Default off.
+	ByKind bool
 }
 
 // QueueCollector is a prometheus.Collector that reports every queue of a
@@ -26,6 +33,7 @@ type CollectorConfig struct {
 // database is not queried more often than its count finishes.
 type QueueCollector struct {
 	q       *queue.Queue
+	byKind  bool
 	timeout time.Duration
 	log     *slog.Logger
 	sem     chan struct{} // one Stats at a time
@@ -41,6 +49,9 @@ var (
 		"1 while the queue is paused: claims take none of its jobs.", []string{"queue"}, nil)
 	oldestDesc = prometheus.NewDesc("dbq_queue_oldest_ready_age_seconds",
 		"How long the oldest ready job has waited past its run_at; 0 with no ready job.", []string{"queue"}, nil)
+	kindDesc = prometheus.NewDesc("dbq_queue_jobs_by_kind",
+		"Stored jobs by kind and state (CollectorConfig.ByKind); kinds past the first 200 queue and kind pairs are summed as \"other\".",
+		[]string{"queue", "kind", "state"}, nil)
 	upDesc = prometheus.NewDesc("dbq_queue_stats_up",
 		"1 when this scrape's count of stored jobs succeeded, 0 when it failed or timed out.", nil, nil)
 )
@@ -54,7 +65,7 @@ func NewQueueCollector(q *queue.Queue, cfg CollectorConfig) *QueueCollector {
 	if cfg.Logger == nil {
 		cfg.Logger = q.Config().Logger
 	}
-	return &QueueCollector{q: q, timeout: cfg.Timeout, log: cfg.Logger, sem: make(chan struct{}, 1)}
+	return &QueueCollector{q: q, byKind: cfg.ByKind, timeout: cfg.Timeout, log: cfg.Logger, sem: make(chan struct{}, 1)}
 }
 
 // Describe sends the collector's metric descriptions.
@@ -62,13 +73,16 @@ func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobsDesc, pausedDesc, oldestDesc, upDesc} {
 		ch <- d
 	}
+	if c.byKind {
+		ch <- kindDesc
+	}
 }
 
 // Collect counts the queues' jobs and sends the gauges. A failed count
 // sends only dbq_queue_stats_up 0, so the rest of the scrape — the worker
 // metrics — still gets through.
 func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
-	stats, err := c.stats()
+	stats, kinds, err := c.stats()
 	if err != nil {
 		c.log.Warn("dbq: metrics: counting jobs failed", "err", err)
 		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
@@ -89,17 +103,51 @@ func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, paused, s.Queue)
 		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, s.OldestReadyAge, s.Queue)
 	}
+	for _, s := range boundKinds(kinds) {
+		for _, st := range [...]struct {
+			state string
+			n     int64
+		}{{"ready", s.Ready}, {"scheduled", s.Scheduled}, {"held", s.Held}, {"dead", s.Dead}} {
+			ch <- prometheus.MustNewConstMetric(kindDesc, prometheus.GaugeValue, float64(st.n), s.Queue, s.Kind, st.state)
+		}
+	}
 }
 
-func (c *QueueCollector) stats() ([]queue.QueueStats, error) {
+// boundKinds keeps the first MaxKinds queue and kind pairs of st and sums
+// the rest of each queue under kind "other".
+func boundKinds(st []queue.KindStats) []queue.KindStats {
+	if len(st) <= MaxKinds {
+		return st
+	}
+	out := slices.Clone(st[:MaxKinds])
+	other := map[string]int{} // queue -> index in out
+	for _, s := range st[MaxKinds:] {
+		i, ok := other[s.Queue]
+		if !ok {
+			i = len(out)
+			other[s.Queue] = i
+			out = append(out, queue.KindStats{Queue: s.Queue, Kind: "other"})
+		}
+		o := &out[i]
+		o.Ready, o.Scheduled, o.Held, o.Dead = o.Ready+s.Ready, o.Scheduled+s.Scheduled, o.Held+s.Held, o.Dead+s.Dead
+	}
+	return out
+}
+
+func (c *QueueCollector) stats() ([]queue.QueueStats, []queue.KindStats, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	// Waiting for another scrape's count counts against the timeout too.
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("dbq: waiting for another scrape's count: %w", ctx.Err())
+		return nil, nil, fmt.Errorf("dbq: waiting for another scrape's count: %w", ctx.Err())
 	}
 	defer func() { <-c.sem }()
-	return c.q.Stats(ctx)
+	st, err := c.q.Stats(ctx)
+	if err != nil || !c.byKind {
+		return st, nil, err
+	}
+	kinds, err := c.q.StatsByKind(ctx)
+	return st, kinds, err
 }

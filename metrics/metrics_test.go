@@ -283,3 +283,24 @@ func TestHooksByKind(t *testing.T) {
 		t.Errorf("%d by-kind series of completed runs, want MaxKinds (%d) + other", series, metrics.MaxKinds)
 	}
 }
+
+// With ByKind, the collector reports stored jobs per queue, kind and state.
+func TestQueueCollectorByKind(t *testing.T) {
+	t.Parallel()
+	q := openQueue(t)
+	ctx := context.Background()
+	if _, err := q.Enqueue(ctx, queue.NewJob{Queue: "a", Kind: "email"}, queue.NewJob{Queue: "a", Kind: "email"},
+		queue.NewJob{Queue: "a", Kind: "resize", Delay: time.Hour}, queue.NewJob{Queue: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(metrics.NewQueueCollector(q, metrics.CollectorConfig{ByKind: true})); err != nil {
+		t.Fatal(err)
+	}
+	check(t, values(t, reg), map[string]float64{
+		`dbq_queue_jobs_by_kind{kind="email",queue="a",state="ready"}`:      2,
+		`dbq_queue_jobs_by_kind{kind="resize",queue="a",state="scheduled"}`: 1,
+		`dbq_queue_jobs_by_kind{kind="",queue="a",state="ready"}`:           1,
+		`dbq_queue_jobs{queue="a",state="ready"}`:                           3,
+	})
+}
