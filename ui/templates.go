@@ -23,6 +23,7 @@ func (h *handler) parse() error {
 		"zoned":    zoned,
 		"state":    shownState,
 		"jobsURL":  h.jobsURL,
+		"kindURL":  h.kindURL,
 		"isZero":   func(t time.Time) bool { return t.IsZero() },
 		"canRetry": func(j *queue.Job) bool { return j.State == queue.StateDead },
 		"canCancel": func(j *queue.Job) bool {
@@ -41,11 +42,19 @@ func (h *handler) parse() error {
 }
 
 // jobsURL links to the Jobs page filtered by queue and state.
-func (h *handler) jobsURL(queueName, state string) string { return h.pageURL(queueName, state, 0, nil) }
+func (h *handler) jobsURL(queueName, state string) string {
+	return h.pageURL(queue.JobFilter{Queue: queueName, State: queue.State(state)}, 0, nil)
+}
 
-// pageURL links to the page of jobs after id that match queue and state,
-// with the cursors of the pages before it (at most maxBack, the latest).
-func (h *handler) pageURL(queueName, state string, after int64, back []int64) string {
+// kindURL links to the Jobs page filtered by queue and kind.
+func (h *handler) kindURL(queueName, kind string) string {
+	return h.pageURL(queue.JobFilter{Queue: queueName, Kind: kind}, 0, nil)
+}
+
+// pageURL links to the page of jobs after id that match f's queue, state
+// and kind, with the cursors of the pages before it (at most maxBack, the
+// latest).
+func (h *handler) pageURL(f queue.JobFilter, after int64, back []int64) string {
 	v := url.Values{}
 	if after > 0 {
 		v.Set("after", strconv.FormatInt(after, 10))
@@ -60,11 +69,14 @@ func (h *handler) pageURL(queueName, state string, after int64, back []int64) st
 		}
 		v.Set("back", strings.Join(s, ","))
 	}
-	if queueName != "" {
-		v.Set("queue", queueName)
+	if f.Queue != "" {
+		v.Set("queue", f.Queue)
 	}
-	if state != "" {
-		v.Set("state", state)
+	if f.State != "" {
+		v.Set("state", string(f.State))
+	}
+	if f.Kind != "" {
+		v.Set("kind", f.Kind)
 	}
 	if len(v) == 0 {
 		return h.opts.Prefix + "/jobs"

@@ -316,10 +316,10 @@ func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
 
 // jobsPage is the data of the Jobs page.
 type jobsPage struct {
-	Queue, State string
-	States       []string
-	Jobs         []*queue.Job
-	After        int64
+	Queue, State, Kind string
+	States             []string
+	Jobs               []*queue.Job
+	After              int64
 	// First, Prev and Next link to the first, previous and next pages;
 	// "" when there is none (or, for Prev, when its cursor was dropped).
 	First, Prev, Next string
@@ -348,7 +348,8 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	}
 	// No Stats here (for a list of queue names): counting is a scan, and
 	// this page must stay an index range on a table of millions.
-	f := queue.JobFilter{Queue: strings.TrimSpace(qv.Get("queue")), State: queue.State(qv.Get("state")), Limit: h.opts.PageSize + 1}
+	f := queue.JobFilter{Queue: strings.TrimSpace(qv.Get("queue")), State: queue.State(qv.Get("state")),
+		Kind: strings.TrimSpace(qv.Get("kind")), Limit: h.opts.PageSize + 1}
 	var err error
 	if f.AfterID, err = cursor("after", qv.Get("after")); err != nil {
 		h.fail(w, r, err)
@@ -375,16 +376,16 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	p := jobsPage{Queue: f.Queue, State: string(f.State), States: listStates, After: f.AfterID, Now: time.Now()}
+	p := jobsPage{Queue: f.Queue, State: string(f.State), Kind: f.Kind, States: listStates, After: f.AfterID, Now: time.Now()}
 	if f.AfterID > 0 {
-		p.First = h.pageURL(f.Queue, p.State, 0, nil)
+		p.First = h.pageURL(f, 0, nil)
 	}
 	if n := len(back); n > 0 {
-		p.Prev = h.pageURL(f.Queue, p.State, back[n-1], back[:n-1])
+		p.Prev = h.pageURL(f, back[n-1], back[:n-1])
 	}
 	if len(jobs) > h.opts.PageSize {
 		jobs = jobs[:h.opts.PageSize]
-		p.Next = h.pageURL(f.Queue, p.State, jobs[len(jobs)-1].ID, append(back, f.AfterID))
+		p.Next = h.pageURL(f, jobs[len(jobs)-1].ID, append(back, f.AfterID))
 	}
 	p.Jobs = jobs
 	h.render(w, r, "jobs", "Jobs", p)

@@ -433,3 +433,40 @@ func TestLiveSwitchFollowsRefresh(t *testing.T) {
 		}
 	}
 }
+
+// The Jobs page shows each job's kind, filters by kind and keeps the kind
+// in its page links; the Job page names the kind.
+func TestJobsPageFiltersByKind(t *testing.T) {
+	eachDB(t, func(t *testing.T, e *env) {
+		var emails []int64
+		for i := range 5 {
+			kind := "resize"
+			if i%2 == 0 {
+				kind = "email"
+			}
+			id := e.enqueue(t, queue.NewJob{Queue: "k", Kind: kind})[0]
+			if kind == "email" {
+				emails = append(emails, id)
+			}
+		}
+		e.enqueue(t, queue.NewJob{Queue: "k", Kind: `<script>alert(1)</script>`})
+		b := e.serve(t, ui.Options{PageSize: 2})
+		body := b.page("/jobs?queue=k&kind=email")
+		equalIDs(t, "emails, page 1", rowIDs(t, body), emails[:2])
+		next := nextLink(body)
+		if !strings.Contains(next, "kind=email") {
+			t.Fatalf("next link %q drops the kind", next)
+		}
+		equalIDs(t, "emails, page 2", rowIDs(t, b.page(next)), emails[2:])
+		if job := b.page(fmt.Sprintf("/jobs/%d", emails[0])); !strings.Contains(job, ">email</a>") {
+			t.Errorf("the Job page does not name the kind")
+		}
+		if all := b.page("/jobs?queue=k&kind=%3Cscript%3Ealert%281%29%3C%2Fscript%3E"); strings.Contains(all, "<script>alert") ||
+			!strings.Contains(all, "&lt;script&gt;alert(1)") {
+			t.Errorf("a hostile kind is not escaped")
+		}
+		if code, _ := b.get("/jobs?kind=bad%01kind"); code != http.StatusBadRequest {
+			t.Errorf("a kind with a control character: %d, want 400", code)
+		}
+	})
+}
