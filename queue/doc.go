@@ -42,6 +42,25 @@
 // dead, [Snooze] runs it again later without spending an attempt. [Hooks]
 // observe claims and runs for metrics (package metrics) and tracing.
 //
+// # Typed jobs
+//
+// A job may have a kind: the name of what it is, stored in its own column.
+// [Args] types name their kind; a [Kinds] registry maps kinds to typed
+// handlers ([Handle]) and per-kind defaults (queue, priority, max attempts,
+// timeout), encodes Args into payloads (JSON unless KindsConfig.Codec says
+// otherwise) and gives the one [Handler] with which a Worker runs every
+// kind of its queue. A job whose kind no handler in the process knows is
+// not completed and not lost: it fails with [ErrUnknownKind], is retried
+// with backoff — a rolling deploy may be adding the handler — and is dead
+// after its attempts, where `dbq dead retry` or the dashboard revive it.
+// A payload that does not decode is dead at once ([ErrBadArgs]): no retry
+// can fix it. The raw API (NewJob, Handler on *Job) stays for payloads
+// that are only bytes; kind is then empty, or set by hand on NewJob.
+//
+// Kinds are names in code, so metrics labelled by kind stay few; package
+// metrics still caps them at 200 (queue, kind) pairs and counts the rest
+// as "other", in case kinds are ever made from data.
+//
 // # Implementing a dialect
 //
 // A dialect implements [Driver] and [Claimer] and passes the conformance
