@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dbqueue/dbq/dialect"
 )
@@ -175,11 +176,14 @@ func register[T Args](k *Kinds, opts KindOptions, h func(context.Context, *Job) 
 // MaxKindLen is the longest kind name.
 const MaxKindLen = 100
 
-// ValidateKind checks a kind name: 1 to MaxKindLen bytes, no control
-// characters.
+// ValidateKind checks a kind name: 1 to MaxKindLen bytes of UTF-8 text
+// with no control characters, so every dialect stores it as text.
 func ValidateKind(name string) error {
 	if name == "" || len(name) > MaxKindLen {
 		return fmt.Errorf("%w: kind %q: want 1 to %d bytes", ErrInvalidJob, name, MaxKindLen)
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%w: kind %q: not UTF-8", ErrInvalidJob, name)
 	}
 	for _, r := range name {
 		if r < 0x20 || r == 0x7f {

@@ -194,7 +194,7 @@ func TestKindsRegistrationErrors(t *testing.T) {
 	if err := queue.Handle[resize](k, queue.KindOptions{}, nil); !errors.Is(err, queue.ErrInvalidConfig) {
 		t.Errorf("nil handler: %v", err)
 	}
-	for _, bad := range []string{"", strings.Repeat("k", queue.MaxKindLen+1), "a\nb"} {
+	for _, bad := range []string{"", strings.Repeat("k", queue.MaxKindLen+1), "a\nb", "bad\xffutf8"} {
 		if err := queue.ValidateKind(bad); !errors.Is(err, queue.ErrInvalidJob) {
 			t.Errorf("ValidateKind(%q) = %v", bad, err)
 		}
