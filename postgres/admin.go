@@ -55,7 +55,7 @@ func (d *Driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (i
 	}
 	for range 100 {
 		id, ok, err := q.queryID(ctx, d.stmts.enqueueUnique, job.Queue, payload, job.Priority, runAt,
-			job.Delay.Microseconds(), int32(job.MaxAttempts), job.DedupeKey, d.channelArg())
+			job.Delay.Microseconds(), int32(job.MaxAttempts), job.DedupeKey, job.Kind, d.channelArg())
 		if err != nil {
 			return 0, false, failed(ctx, "enqueue unique", err)
 		}
@@ -112,9 +112,15 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 		return nil, queue.ErrClosed
 	}
 	args := []any{f.AfterID, f.Limit}
-	filter := jobsFilter{Queue: f.Queue != ""}
+	filter := jobsFilter{Queue: f.Queue != "", Kind: f.Kind != ""}
 	if filter.Queue {
 		args = append(args, f.Queue)
+	}
+	if filter.Kind {
+		if validText("Kind", f.Kind) != nil {
+			return nil, nil // PostgreSQL stores no such kind
+		}
+		args = append(args, f.Kind)
 	}
 	switch f.State {
 	case queue.StateDead, queue.StateReady, queue.StateClaimed:
@@ -131,7 +137,7 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 			until pgtype.Timestamptz
 		)
 		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &j.Attempt, &j.MaxAttempts,
-			&state, &j.Token, &until, &j.LastError, &j.DedupeKey, &j.CreatedAt)
+			&state, &j.Token, &until, &j.LastError, &j.DedupeKey, &j.CreatedAt, &j.Kind)
 		j.State = queue.State(state)
 		j.ClaimedUntil = until.Time
 		return &j, err
@@ -243,8 +249,24 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	return out, nil
 }
 
-// StatsByKind implements queue.Admin.
-// TODO(#24): until this dialect stores kinds, it says so.
-func (d *Driver) StatsByKind(context.Context) ([]queue.KindStats, error) {
-	return nil, queue.ErrUnsupported
+// StatsByKind counts jobs per queue and kind, ordered by queue then kind
+// (stats_by_kind.sql), with the states of Stats: jobs an advisory claimer
+// holds count as Held.
+func (d *Driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := d.pool.Query(ctx, d.stmts.statsByKind)
+	if err != nil {
+		return nil, interpret("stats by kind", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.KindStats, error) {
+		var s queue.KindStats
+		err := r.Scan(&s.Queue, &s.Kind, &s.Ready, &s.Scheduled, &s.Held, &s.Dead)
+		return s, err
+	})
+	if err != nil {
+		return nil, interpret("stats by kind", err)
+	}
+	return out, nil
 }

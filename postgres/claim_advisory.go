@@ -487,7 +487,7 @@ func (c *AdvisoryClaimer) check(ctx context.Context, locked []lockedRow) ([]*que
 			attempt   int32
 			maxAtt    int32
 		)
-		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &attempt, &maxAtt, &lastError, &dedupe, &j.CreatedAt)
+		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &attempt, &maxAtt, &lastError, &dedupe, &j.CreatedAt, &j.Kind)
 		j.Attempt, j.MaxAttempts = int(attempt), int(maxAtt)
 		j.LastError, j.DedupeKey = lastError.String, dedupe.String
 		return &j, err

@@ -198,7 +198,7 @@ func (c *SkipLockedClaimer) claim(ctx context.Context, queueName string, n int, 
 			maxAtt    int32
 		)
 		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &attempt, &maxAtt,
-			&j.ClaimedUntil, &lastError, &dedupe, &j.CreatedAt)
+			&j.ClaimedUntil, &lastError, &dedupe, &j.CreatedAt, &j.Kind)
 		j.Attempt, j.MaxAttempts = int(attempt), int(maxAtt)
 		j.LastError, j.DedupeKey = lastError.String, dedupe.String
 		return &j, err

@@ -53,6 +53,7 @@ func harness(s Strategy) integration.Harness {
 	}
 	switch s {
 	case Advisory:
+		h.Tx = pgxTx
 		h.LockBased = true
 		h.Kill = func(t *testing.T, c queue.Claimer) {
 			t.Helper()
@@ -67,6 +68,7 @@ func harness(s Strategy) integration.Harness {
 			return advisoryLeftovers(t, c.(*AdvisoryClaimer))
 		}
 	case SkipLocked:
+		h.Tx = sqlTx
 		// A lease claimer holds no locks between calls; what it holds in
 		// the database are the rows claimed under its tokens.
 		h.HeldLocks = func(t *testing.T, c queue.Claimer) []int64 {
@@ -85,6 +87,34 @@ func harness(s Strategy) integration.Harness {
 		}
 	}
 	return h
+}
+
+// pgxTx begins a pgx transaction on q's pool, as an application using pgx
+// does. The advisory harness takes it and the SKIP LOCKED one sqlTx, so
+// that the suite enqueues in both kinds of transaction Enqueue takes.
+func pgxTx(t *testing.T, q *queue.Queue) (any, func() error) {
+	t.Helper()
+	ctx := testCtx(t)
+	tx, err := driverOf(t, q).Pool().Begin(ctx)
+	if err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // after Commit: nothing to do
+	return tx, func() error { return tx.Commit(ctx) }
+}
+
+// sqlTx begins a database/sql transaction (pgx's stdlib driver) on q's
+// pool, as an application using database/sql does.
+func sqlTx(t *testing.T, q *queue.Queue) (any, func() error) {
+	t.Helper()
+	db := SQLDB(driverOf(t, q).Pool())
+	t.Cleanup(func() { _ = db.Close() })
+	tx, err := db.BeginTx(testCtx(t), nil)
+	if err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback() }) // after Commit: nothing to do
+	return tx, tx.Commit
 }
 
 // userPoolQueue returns a migrated Queue through New on a pgxpool of the

@@ -59,18 +59,26 @@ func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]in
 	return ids, nil
 }
 
-// checkText refuses a job whose dedupe key PostgreSQL's text type cannot
-// hold: one with a NUL byte or invalid UTF-8, which the server would
+// checkText refuses a job whose dedupe key or kind PostgreSQL's text type
+// cannot hold: one with a NUL byte or invalid UTF-8, which the server would
 // refuse with SQLSTATE 22021 — aborting the caller's transaction, when the
 // jobs are enqueued in one. Other dialects store such keys (MySQL's column
 // is binary), so the check is this dialect's, not queue's. Queue names are
 // already plain ASCII, and last_error goes through errorText.
 func checkText(j queue.NewJob) error {
+	if err := validText("DedupeKey", j.DedupeKey); err != nil {
+		return err
+	}
+	return validText("Kind", j.Kind)
+}
+
+// validText refuses a value of field that PostgreSQL text cannot hold.
+func validText(field, s string) error {
 	switch {
-	case strings.IndexByte(j.DedupeKey, 0) >= 0:
-		return fmt.Errorf("%w: DedupeKey %q has a NUL byte, which PostgreSQL text cannot hold", queue.ErrInvalidJob, j.DedupeKey)
-	case !utf8.ValidString(j.DedupeKey):
-		return fmt.Errorf("%w: DedupeKey %q is not valid UTF-8, which PostgreSQL text requires", queue.ErrInvalidJob, j.DedupeKey)
+	case strings.IndexByte(s, 0) >= 0:
+		return fmt.Errorf("%w: %s %q has a NUL byte, which PostgreSQL text cannot hold", queue.ErrInvalidJob, field, s)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%w: %s %q is not valid UTF-8, which PostgreSQL text requires", queue.ErrInvalidJob, field, s)
 	}
 	return nil
 }
@@ -98,6 +106,7 @@ func (d *Driver) enqueueArgs(jobs []queue.NewJob) []any {
 		delays      = make([]int64, len(jobs))
 		maxAttempts = make([]int32, len(jobs))
 		dedupeKeys  = make([]pgtype.Text, len(jobs))
+		kinds       = make([]string, len(jobs))
 	)
 	for i, j := range jobs {
 		queues[i] = j.Queue
@@ -110,8 +119,9 @@ func (d *Driver) enqueueArgs(jobs []queue.NewJob) []any {
 		delays[i] = j.Delay.Microseconds()
 		maxAttempts[i] = int32(j.MaxAttempts)
 		dedupeKeys[i] = pgtype.Text{String: j.DedupeKey, Valid: j.DedupeKey != ""}
+		kinds[i] = j.Kind
 	}
-	return []any{queues, payloads, priorities, runAts, delays, maxAttempts, dedupeKeys, d.channelArg()}
+	return []any{queues, payloads, priorities, runAts, delays, maxAttempts, dedupeKeys, kinds, d.channelArg()}
 }
 
 // enqueueSQL runs the insert in a database/sql transaction. The arrays
@@ -121,7 +131,7 @@ func (d *Driver) enqueueSQL(ctx context.Context, tx *sql.Tx, jobs []queue.NewJob
 	args := d.enqueueArgs(jobs)
 	oids := []uint32{
 		pgtype.TextArrayOID, pgtype.ByteaArrayOID, pgtype.Int2ArrayOID, pgtype.TimestamptzArrayOID,
-		pgtype.Int8ArrayOID, pgtype.Int4ArrayOID, pgtype.TextArrayOID,
+		pgtype.Int8ArrayOID, pgtype.Int4ArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID,
 	}
 	m := pgtype.NewMap()
 	for i, a := range args[:len(oids)] {

@@ -88,10 +88,10 @@ func (d *Driver) Export(ctx context.Context, f queue.ExportFilter) (queue.Export
 			j                                queue.Job
 			priority                         pgtype.Int2
 			runAt, createdAt                 pgtype.Timestamptz
-			state, lastErr, key, qname       pgtype.Text
+			state, lastErr, key, qname, kind pgtype.Text
 		)
 		if err := rows.Scan(&id, &qname, &j.Payload, &priority, &runAt, &attempt, &maxAttempts, &state,
-			&lastErr, &key, &createdAt, &cursor); err != nil {
+			&lastErr, &key, &createdAt, &kind, &cursor); err != nil {
 			rows.Close()
 			b.end(ctx)
 			return nil, failed(ctx, "export", err)
@@ -100,7 +100,7 @@ func (d *Driver) Export(ctx context.Context, f queue.ExportFilter) (queue.Export
 		if !id.Valid {
 			continue // the one row of an empty batch
 		}
-		j.ID, j.Queue, j.Priority, j.RunAt = id.Int64, qname.String, priority.Int16, runAt.Time
+		j.ID, j.Queue, j.Kind, j.Priority, j.RunAt = id.Int64, qname.String, kind.String, priority.Int16, runAt.Time
 		j.Attempt, j.MaxAttempts = int(attempt.Int64), int(maxAttempts.Int64)
 		j.State, j.LastError, j.DedupeKey, j.CreatedAt = queue.State(state.String), lastErr.String, key.String, createdAt.Time
 		if j.Payload == nil {
@@ -168,8 +168,8 @@ func (b *exportBatch) end(ctx context.Context) {
 
 // Import implements queue.Mover, in one transaction. PostgreSQL text holds
 // no NUL byte nor invalid UTF-8, so a last_error from another database is
-// made valid (NULs dropped, bad bytes replaced); a dedupe key that is not
-// valid text fails with queue.ErrInvalidJob.
+// made valid (NULs dropped, bad bytes replaced); a dedupe key or a kind
+// that is not valid text fails with queue.ErrInvalidJob.
 func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Imported, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
@@ -180,6 +180,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 	}
 	var (
 		queues, states, lastErrs, keys = make([]string, n), make([]string, n), make([]*string, n), make([]string, n)
+		kinds                          = make([]string, n)
 		payloads                       = make([][]byte, n)
 		priorities                     = make([]int16, n)
 		runAts, createdAts             = make([]time.Time, n), make([]time.Time, n)
@@ -189,7 +190,10 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 		return nil, err
 	}
 	for i, j := range jobs {
-		queues[i], states[i], keys[i] = j.Queue, string(j.State), j.DedupeKey
+		if err := validText("Kind", j.Kind); err != nil {
+			return nil, fmt.Errorf("import of job %d: %w", j.ID, err)
+		}
+		queues[i], kinds[i], states[i], keys[i] = j.Queue, j.Kind, string(j.State), j.DedupeKey
 		payloads[i], priorities[i], runAts[i] = j.Payload, j.Priority, j.RunAt
 		if payloads[i] == nil {
 			payloads[i] = []byte{}
@@ -207,7 +211,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 	var out []queue.Imported
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		added, err := queryIDs(ctx, tx, d.move.insert, queues, payloads, priorities, runAts, attempts,
-			maxAttempts, states, lastErrs, keys, createdAts)
+			maxAttempts, states, lastErrs, keys, createdAts, kinds)
 		if err != nil {
 			return err
 		}
@@ -247,7 +251,7 @@ func collectStored(rows pgx.Rows) ([]*queue.Job, error) {
 			state    string
 		)
 		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &attempt, &maxTries, &state,
-			&lastErr, &j.DedupeKey, &j.CreatedAt)
+			&lastErr, &j.DedupeKey, &j.CreatedAt, &j.Kind)
 		j.Attempt, j.MaxAttempts, j.State, j.LastError = int(attempt), int(maxTries), queue.State(state), lastErr.String
 		if j.Payload == nil {
 			j.Payload = []byte{}

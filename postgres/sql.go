@@ -23,7 +23,7 @@ type statements struct {
 	// channel is the table's NOTIFY channel (waker.go).
 	channel string
 
-	enqueue, stats, namespace, backendPID, listen string
+	enqueue, stats, statsByKind, namespace, backendPID, listen string
 
 	// Advisory strategy.
 	claimAdvisory, postcheck, completeAdvisory, retryAdvisory string
@@ -43,11 +43,21 @@ type statements struct {
 	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused string
 }
 
-// jobsFilter is jobs.sql's data: a queue filter or not, and the state
-// filtered on ("" for none).
+// jobsFilter is jobs.sql's data: a queue filter or not, a kind filter or
+// not, and the state filtered on ("" for none).
 type jobsFilter struct {
 	Queue bool
+	Kind  bool
 	State queue.State
+}
+
+// KindParam is the number of the kind's parameter in jobs.sql: it follows
+// the queue's when there is one.
+func (f jobsFilter) KindParam() int {
+	if f.Queue {
+		return 4
+	}
+	return 3
 }
 
 // jobsStates are the states jobs.sql filters on.
@@ -77,16 +87,19 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		return nil, err
 	}
 	for _, byQueue := range []bool{false, true} {
-		for _, state := range jobsStates {
-			f := jobsFilter{Queue: byQueue, State: state}
-			if s.jobs[f], err = files.Render("jobs", f); err != nil {
-				return nil, err
+		for _, byKind := range []bool{false, true} {
+			for _, state := range jobsStates {
+				f := jobsFilter{Queue: byQueue, Kind: byKind, State: state}
+				if s.jobs[f], err = files.Render("jobs", f); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
 	err = files.Text(map[string]*string{
 		"enqueue":             &s.enqueue,
 		"stats":               &s.stats,
+		"stats_by_kind":       &s.statsByKind,
 		"namespace":           &s.namespace,
 		"backend_pid":         &s.backendPID,
 		"listen":              &s.listen,

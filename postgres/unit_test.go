@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"reflect"
 	"strings"
@@ -52,8 +53,16 @@ func TestStatementsSpliceOnlyTheQuotedTable(t *testing.T) {
 			}
 		}
 	}
-	if len(s.jobs) != 8 {
-		t.Errorf("%d jobs statements, want one per filter: 8", len(s.jobs))
+	if len(s.jobs) != 16 {
+		t.Errorf("%d jobs statements, want one per filter: 16", len(s.jobs))
+	}
+	for f, text := range s.jobs {
+		switch {
+		case f.Kind && !strings.Contains(text, fmt.Sprintf("j.kind = $%d", f.KindParam())):
+			t.Errorf("jobs %+v filters no kind on $%d:\n%s", f, f.KindParam(), text)
+		case !f.Kind && strings.Contains(text, "j.kind ="):
+			t.Errorf("jobs %+v filters a kind:\n%s", f, text)
+		}
 	}
 	if !strings.Contains(s.claimAdvisory, `FROM "tenant_1"."app_jobs"`) {
 		t.Errorf("claim does not read the configured table:\n%s", s.claimAdvisory)

@@ -99,4 +99,4 @@ FROM (
 ) AS c
 WHERE t.id = c.id AND CASE t.state WHEN 'ready' THEN true END AND t.run_at <= now()
 RETURNING t.id, t.queue, t.payload, t.priority, t.run_at, t.attempt, t.max_attempts,
-          t.claimed_until, t.last_error, t.dedupe_key, t.created_at
+          t.claimed_until, t.last_error, t.dedupe_key, t.created_at, t.kind

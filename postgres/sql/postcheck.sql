@@ -11,7 +11,7 @@
 -- statement to another server connection) the statement fails before it
 -- takes, checks or releases a lock.
 SELECT t.id, t.queue, t.payload, t.priority, t.run_at, t.attempt, t.max_attempts,
-       t.last_error, t.dedupe_key, t.created_at
+       t.last_error, t.dedupe_key, t.created_at, t.kind
 FROM unnest($1::int8[]) AS k(id)
 JOIN {{table "jobs"}} AS t ON t.id = k.id
 WHERE CASE t.state WHEN 'ready' THEN true END AND t.run_at <= now()

@@ -21,7 +21,7 @@ WITH c AS MATERIALIZED (
     SELECT l.*
     FROM c CROSS JOIN LATERAL (
         SELECT j.id, j.queue, j.payload, j.priority, j.run_at, j.attempt, j.max_attempts, j.state,
-               j.last_error, j.dedupe_key, j.created_at
+               j.last_error, j.dedupe_key, j.created_at, j.kind
         FROM {{table "jobs"}} j
         WHERE j.id = c.id
           AND ((j.state = 'ready' AND j.run_at <= now() AND $3::bool)
