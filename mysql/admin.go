@@ -45,7 +45,7 @@ func (d *Driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (i
 	if payload == nil {
 		payload = []byte{}
 	}
-	args := []any{job.Queue, payload, job.Priority, runAt, micros(job.Delay), job.MaxAttempts, []byte(job.DedupeKey)}
+	args := []any{job.Queue, []byte(job.Kind), payload, job.Priority, runAt, micros(job.Delay), job.MaxAttempts, []byte(job.DedupeKey)}
 	var (
 		id      int64
 		existed bool
@@ -120,8 +120,11 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 	if f.State != "" {
 		args = append(args, string(f.State))
 	}
+	if f.Kind != "" {
+		args = append(args, []byte(f.Kind))
+	}
 	args = append(args, f.Limit)
-	query := d.stmts.jobs(f.Queue != "", f.State != "", f.State == queue.StateDead)
+	query := d.stmts.jobs(f.Queue != "", f.State != "", f.Kind != "", f.State == queue.StateDead)
 	var out []*queue.Job
 	err := d.retry(ctx, func() error {
 		out = out[:0]
@@ -137,9 +140,9 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 				token                   sql.NullInt64
 				runAt, until, createdAt utcTime
 				lastErr                 sql.NullString
-				dedupe                  []byte
+				kind, dedupe            []byte
 			)
-			if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts,
+			if err := rows.Scan(&j.ID, &j.Queue, &kind, &j.Payload, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts,
 				&state, &token, &until, &lastErr, &dedupe, &createdAt); err != nil {
 				return d.classify("jobs", err)
 			}
@@ -149,7 +152,7 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 			j.State = queue.State(state)
 			j.Token = token.Int64
 			j.RunAt, j.ClaimedUntil, j.CreatedAt = runAt.T, until.T, createdAt.T
-			j.LastError, j.DedupeKey = lastErr.String, string(dedupe)
+			j.Kind, j.LastError, j.DedupeKey = string(kind), lastErr.String, string(dedupe)
 			out = append(out, &j)
 		}
 		return d.classify("jobs", rows.Err())
