@@ -37,6 +37,7 @@ const (
 	sqlRescueLock       = "rescue_lock"
 	sqlRescue           = "rescue"
 	sqlStats            = "stats"
+	sqlStatsByKind      = "stats_by_kind"
 	sqlServer           = "server"
 	sqlServerWsrep      = "server_wsrep"
 	sqlSession          = "session"
