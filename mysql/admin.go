@@ -282,74 +282,56 @@ func (d *Driver) SetPaused(ctx context.Context, q string, paused bool) error {
 
 // Paused lists the paused queues in name order.
 func (d *Driver) Paused(ctx context.Context) ([]string, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlPaused, 0))
-	if err != nil {
-		return nil, d.classify("paused", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var q string
-		if err := rows.Scan(&q); err != nil {
-			return nil, d.classify("paused", err)
-		}
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, d.classify("paused", err)
-	}
-	return out, nil
+	return list(ctx, d, "paused", sqlPaused, func(rows *sql.Rows) (q string, err error) {
+		return q, rows.Scan(&q)
+	})
 }
 
 // Stats counts jobs per queue and says which of them are paused.
 func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlStats, 0))
-	if err != nil {
-		return nil, d.classify("stats", err)
-	}
-	defer rows.Close()
-	var out []queue.QueueStats
-	for rows.Next() {
-		var s queue.QueueStats
+	return list(ctx, d, "stats", sqlStats, func(rows *sql.Rows) (s queue.QueueStats, err error) {
 		var ageMicros int64
-		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused); err != nil {
-			return nil, d.classify("stats", err)
-		}
+		err = rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused)
 		s.OldestReadyAge = float64(ageMicros) / 1e6
-		out = append(out, s)
-	}
-	return out, d.classify("stats", rows.Err())
+		return s, err
+	})
 }
 
 // StatsByKind counts jobs per queue and kind (stats_by_kind.sql: one pass
 // over the table, which no index on kind serves), in queue then kind
 // order, bytewise; jobs without a kind count under "".
 func (d *Driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
+	return list(ctx, d, "stats by kind", sqlStatsByKind, func(rows *sql.Rows) (s queue.KindStats, err error) {
+		var kind []byte
+		err = rows.Scan(&s.Queue, &kind, &s.Ready, &s.Scheduled, &s.Held, &s.Dead)
+		s.Kind = string(kind)
+		return s, err
+	})
+}
+
+// list runs statement name, which takes no parameters, on the pool and
+// reads each of its rows with scan: the admin reads that list a table.
+func list[T any](ctx context.Context, d *Driver, what, name string, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlStatsByKind, 0))
+	rows, err := d.db.QueryContext(ctx, d.stmts.get(name, 0))
 	if err != nil {
-		return nil, d.classify("stats by kind", err)
+		return nil, d.classify(what, err)
 	}
 	defer rows.Close()
-	var out []queue.KindStats
+	var out []T
 	for rows.Next() {
-		var s queue.KindStats
-		var kind []byte
-		if err := rows.Scan(&s.Queue, &kind, &s.Ready, &s.Scheduled, &s.Held, &s.Dead); err != nil {
-			return nil, d.classify("stats by kind", err)
+		v, err := scan(rows)
+		if err != nil {
+			return nil, d.classify(what, err)
 		}
-		s.Kind = string(kind)
-		out = append(out, s)
+		out = append(out, v)
 	}
-	return out, d.classify("stats by kind", rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, d.classify(what, err)
+	}
+	return out, nil
 }
 
 // uniqueIDs returns ids sorted, without repeats (a copy: the caller's
