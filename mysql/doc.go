@@ -332,7 +332,7 @@
 // time zone. Those are expression defaults, which need MySQL 8.0.13+ or
 // MariaDB 10.2+; dbq's floor (MySQL 8.0.13, MariaDB 10.6) has them. The
 // README's "Producers in other languages" lists the columns. kind
-// (schema version 00005) defaults to '': a job with no kind.
+// (schema version 00005) defaults to the empty string: a job with no kind.
 //
 // # Kinds
 //
