@@ -45,7 +45,7 @@ func (d *Driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (i
 	if payload == nil {
 		payload = []byte{}
 	}
-	args := []any{job.Queue, payload, job.Priority, runAt, micros(job.Delay), job.MaxAttempts, []byte(job.DedupeKey)}
+	args := []any{job.Queue, []byte(job.Kind), payload, job.Priority, runAt, micros(job.Delay), job.MaxAttempts, []byte(job.DedupeKey)}
 	var (
 		id      int64
 		existed bool
@@ -120,8 +120,11 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 	if f.State != "" {
 		args = append(args, string(f.State))
 	}
+	if f.Kind != "" {
+		args = append(args, []byte(f.Kind))
+	}
 	args = append(args, f.Limit)
-	query := d.stmts.jobs(f.Queue != "", f.State != "", f.State == queue.StateDead)
+	query := d.stmts.jobs(f.Queue != "", f.State != "", f.Kind != "", f.State == queue.StateDead)
 	var out []*queue.Job
 	err := d.retry(ctx, func() error {
 		out = out[:0]
@@ -137,9 +140,9 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 				token                   sql.NullInt64
 				runAt, until, createdAt utcTime
 				lastErr                 sql.NullString
-				dedupe                  []byte
+				kind, dedupe            []byte
 			)
-			if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts,
+			if err := rows.Scan(&j.ID, &j.Queue, &kind, &j.Payload, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts,
 				&state, &token, &until, &lastErr, &dedupe, &createdAt); err != nil {
 				return d.classify("jobs", err)
 			}
@@ -149,7 +152,7 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 			j.State = queue.State(state)
 			j.Token = token.Int64
 			j.RunAt, j.ClaimedUntil, j.CreatedAt = runAt.T, until.T, createdAt.T
-			j.LastError, j.DedupeKey = lastErr.String, string(dedupe)
+			j.Kind, j.LastError, j.DedupeKey = string(kind), lastErr.String, string(dedupe)
 			out = append(out, &j)
 		}
 		return d.classify("jobs", rows.Err())
@@ -279,49 +282,56 @@ func (d *Driver) SetPaused(ctx context.Context, q string, paused bool) error {
 
 // Paused lists the paused queues in name order.
 func (d *Driver) Paused(ctx context.Context) ([]string, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlPaused, 0))
-	if err != nil {
-		return nil, d.classify("paused", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var q string
-		if err := rows.Scan(&q); err != nil {
-			return nil, d.classify("paused", err)
-		}
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, d.classify("paused", err)
-	}
-	return out, nil
+	return list(ctx, d, "paused", sqlPaused, func(rows *sql.Rows) (q string, err error) {
+		return q, rows.Scan(&q)
+	})
 }
 
 // Stats counts jobs per queue and says which of them are paused.
 func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
+	return list(ctx, d, "stats", sqlStats, func(rows *sql.Rows) (s queue.QueueStats, err error) {
+		var ageMicros int64
+		err = rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused)
+		s.OldestReadyAge = float64(ageMicros) / 1e6
+		return s, err
+	})
+}
+
+// StatsByKind counts jobs per queue and kind (stats_by_kind.sql: one pass
+// over the table, which no index on kind serves), in queue then kind
+// order, bytewise; jobs without a kind count under "".
+func (d *Driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
+	return list(ctx, d, "stats by kind", sqlStatsByKind, func(rows *sql.Rows) (s queue.KindStats, err error) {
+		var kind []byte
+		err = rows.Scan(&s.Queue, &kind, &s.Ready, &s.Scheduled, &s.Held, &s.Dead)
+		s.Kind = string(kind)
+		return s, err
+	})
+}
+
+// list runs statement name, which takes no parameters, on the pool and
+// reads each of its rows with scan: the admin reads that list a table.
+func list[T any](ctx context.Context, d *Driver, what, name string, scan func(*sql.Rows) (T, error)) ([]T, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlStats, 0))
+	rows, err := d.db.QueryContext(ctx, d.stmts.get(name, 0))
 	if err != nil {
-		return nil, d.classify("stats", err)
+		return nil, d.classify(what, err)
 	}
 	defer rows.Close()
-	var out []queue.QueueStats
+	var out []T
 	for rows.Next() {
-		var s queue.QueueStats
-		var ageMicros int64
-		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused); err != nil {
-			return nil, d.classify("stats", err)
+		v, err := scan(rows)
+		if err != nil {
+			return nil, d.classify(what, err)
 		}
-		s.OldestReadyAge = float64(ageMicros) / 1e6
-		out = append(out, s)
+		out = append(out, v)
 	}
-	return out, d.classify("stats", rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, d.classify(what, err)
+	}
+	return out, nil
 }
 
 // uniqueIDs returns ids sorted, without repeats (a copy: the caller's
@@ -334,10 +344,4 @@ func uniqueIDs(ids []int64) []int64 {
 func sortIDs(ids []int64) []int64 {
 	slices.Sort(ids)
 	return ids
-}
-
-// StatsByKind implements queue.Admin.
-// TODO(#24): until this dialect stores kinds, it says so.
-func (d *Driver) StatsByKind(context.Context) ([]queue.KindStats, error) {
-	return nil, queue.ErrUnsupported
 }

@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,32 +17,44 @@ func TestJobsStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seen := map[string]string{}
 	for _, c := range []struct {
-		byQueue, byState, dead bool
-		where, index           string
+		byQueue, byState, byKind, dead bool
+		where, index                   string
 	}{
-		{false, false, false, "WHERE id > ?\n", "PRIMARY"},
-		{true, false, false, "WHERE id > ? AND queue = ?\n", "PRIMARY"},
-		{false, true, false, "WHERE id > ? AND state = ?\n", "PRIMARY"},
-		{false, true, true, "WHERE id > ? AND state = ?\n", "PRIMARY"}, // no queue: the claim index does not help
-		{true, true, false, "WHERE id > ? AND queue = ? AND state = ?\n", "PRIMARY"},
-		{true, true, true, "WHERE id > ? AND queue = ? AND state = ?\n", "`q1_jobs_claim`"},
+		{false, false, false, false, "WHERE id > ?\n", "PRIMARY"},
+		{true, false, false, false, "WHERE id > ? AND queue = ?\n", "PRIMARY"},
+		{false, true, false, false, "WHERE id > ? AND state = ?\n", "PRIMARY"},
+		{false, true, false, true, "WHERE id > ? AND state = ?\n", "PRIMARY"}, // no queue: the claim index does not help
+		{true, true, false, false, "WHERE id > ? AND queue = ? AND state = ?\n", "PRIMARY"},
+		{true, true, false, true, "WHERE id > ? AND queue = ? AND state = ?\n", "`q1_jobs_claim`"},
+		{false, false, true, false, "WHERE id > ? AND kind = ?\n", "PRIMARY"},
+		{true, false, true, false, "WHERE id > ? AND queue = ? AND kind = ?\n", "PRIMARY"},
+		{false, true, true, true, "WHERE id > ? AND state = ? AND kind = ?\n", "PRIMARY"},
+		{true, true, true, false, "WHERE id > ? AND queue = ? AND state = ? AND kind = ?\n", "PRIMARY"},
+		{true, true, true, true, "WHERE id > ? AND queue = ? AND state = ? AND kind = ?\n", "`q1_jobs_claim`"},
 	} {
-		q := st.jobs(c.byQueue, c.byState, c.dead)
+		name := fmt.Sprintf("jobs(queue %v, state %v, kind %v, dead %v)", c.byQueue, c.byState, c.byKind, c.dead)
+		q := st.jobs(c.byQueue, c.byState, c.byKind, c.dead)
 		if !strings.Contains(q, c.where) || !strings.Contains(q, "FORCE INDEX ("+c.index+")") {
-			t.Errorf("jobs(%v, %v, %v): want %q and index %s:\n%s", c.byQueue, c.byState, c.dead, c.where, c.index, q)
+			t.Errorf("%s: want %q and index %s:\n%s", name, c.where, c.index, q)
 		}
 		if !strings.HasSuffix(q, "ORDER BY id\nLIMIT ?") || !strings.Contains(q, "FROM `app`.`q1_jobs`") {
-			t.Errorf("jobs(%v, %v, %v): not a page in id order:\n%s", c.byQueue, c.byState, c.dead, q)
+			t.Errorf("%s: not a page in id order:\n%s", name, q)
 		}
 		for _, v := range []string{"'ready'", "'claimed'", "'dead'", "{{", "--"} {
 			if strings.Contains(q, v) {
-				t.Errorf("jobs(%v, %v, %v) holds %s:\n%s", c.byQueue, c.byState, c.dead, v, q)
+				t.Errorf("%s holds %s:\n%s", name, v, q)
 			}
 		}
-		if again := st.jobs(c.byQueue, c.byState, c.dead); again != q {
-			t.Errorf("jobs(%v, %v, %v) changed between calls", c.byQueue, c.byState, c.dead)
+		if again := st.jobs(c.byQueue, c.byState, c.byKind, c.dead); again != q {
+			t.Errorf("%s changed between calls", name)
 		}
+		// The cache keeps the variants apart: one text per distinct filter.
+		if prev, ok := seen[q]; ok && c.where != prev {
+			t.Errorf("%s: same text as the variant for %q", name, prev)
+		}
+		seen[q] = c.where
 	}
 }
 

@@ -421,9 +421,9 @@ func scanClaimed(rows *sql.Rows) ([]*queue.Job, error) {
 			j                       queue.Job
 			runAt, createdAt, until utcTime
 			lastErr                 sql.NullString
-			dedupe                  []byte
+			kind, dedupe            []byte
 		)
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts,
+		if err := rows.Scan(&j.ID, &j.Queue, &kind, &j.Payload, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts,
 			&lastErr, &dedupe, &createdAt, &until); err != nil {
 			return nil, err
 		}
@@ -431,6 +431,7 @@ func scanClaimed(rows *sql.Rows) ([]*queue.Job, error) {
 			j.Payload = []byte{}
 		}
 		j.RunAt, j.CreatedAt, j.LastError, j.DedupeKey = runAt.T, createdAt.T, lastErr.String, string(dedupe)
+		j.Kind = string(kind)
 		j.ClaimedUntil = until.T
 		jobs = append(jobs, &j)
 	}

@@ -65,6 +65,7 @@ func TestConformance(t *testing.T) {
 			return openTrx(t, sessionOf(c))
 		},
 		InsertRaw: insertRaw,
+		Tx:        beginTx,
 		// New on a *sql.DB of the user's, with room for a claimer and its
 		// completions; every connection it holds stays idle in it.
 		UserPool: func(t *testing.T, cfg queue.Config) (*queue.Queue, func(*testing.T) []map[string]string) {
@@ -104,6 +105,19 @@ func claimedWithTokens(t *testing.T, c *Claimer) []int64 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// beginTx begins a transaction on q's pool as an application does, with
+// the server's default isolation; the test's end rolls back what its
+// commit did not end.
+func beginTx(t *testing.T, q *queue.Queue) (any, func() error) {
+	t.Helper()
+	tx, err := q.Driver().(*Driver).DB().BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback() })
+	return tx, tx.Commit
 }
 
 // insertRaw inserts a job as a producer does from the mysql client:

@@ -331,5 +331,16 @@
 // and every time column holds UTC wall-clock time, whatever the session
 // time zone. Those are expression defaults, which need MySQL 8.0.13+ or
 // MariaDB 10.2+; dbq's floor (MySQL 8.0.13, MariaDB 10.6) has them. The
-// README's "Producers in other languages" lists the columns.
+// README's "Producers in other languages" lists the columns. kind
+// (schema version 00005) defaults to the empty string: a job with no kind.
+//
+// # Kinds
+//
+// A job's kind is a VARBINARY(100) column: bytes, stored as given and
+// compared byte for byte, so Jobs' kind filter and StatsByKind's groups
+// are Go's string equality and order. It travels as one more column of the
+// statements that already carry a job (the claim's locking select and its
+// read-back, Jobs, move's export, stored and insert); no index has it, so
+// a kind filter is a condition on the rows Jobs walks, and StatsByKind
+// (stats_by_kind.sql) is one pass over the table.
 package mysql

@@ -79,7 +79,7 @@ func (d *Driver) batches(jobs []queue.NewJob) [][]queue.NewJob {
 	var out [][]queue.NewJob
 	start, size := 0, 0
 	for i, j := range jobs {
-		sz := len(j.Payload) + len(j.DedupeKey) + 128
+		sz := len(j.Payload) + len(j.DedupeKey) + len(j.Kind) + 128
 		if i > start && (i-start >= 1000 || size+sz > budget) {
 			out = append(out, jobs[start:i])
 			start, size = i, 0
@@ -102,7 +102,7 @@ func (d *Driver) insert(ctx context.Context, ex execQuerier, jobs []queue.NewJob
 	if d.idsByMarker {
 		marker = newToken()
 	}
-	args := make([]any, 0, 8*len(jobs))
+	args := make([]any, 0, 9*len(jobs))
 	for _, j := range jobs {
 		var runAt any
 		if !j.RunAt.IsZero() {
@@ -116,7 +116,7 @@ func (d *Driver) insert(ctx context.Context, ex execQuerier, jobs []queue.NewJob
 		if payload == nil {
 			payload = []byte{}
 		}
-		args = append(args, j.Queue, payload, j.Priority, runAt, micros(j.Delay), j.MaxAttempts, dedupe, marker)
+		args = append(args, j.Queue, []byte(j.Kind), payload, j.Priority, runAt, micros(j.Delay), j.MaxAttempts, dedupe, marker)
 	}
 	res, err := ex.ExecContext(ctx, d.stmts.get(sqlEnqueue, len(jobs)), args...)
 	if err != nil {

@@ -32,6 +32,7 @@ func TestConformanceGooseFiles(t *testing.T) {
 		HeldLocks: func(t *testing.T, c queue.Claimer) []int64 { return claimedWithTokens(t, c.(*Claimer)) },
 		Leftovers: func(t *testing.T, c queue.Claimer) []string { return openTrx(t, sessionOf(c)) },
 		InsertRaw: insertRaw,
+		Tx:        beginTx,
 	})
 }
 

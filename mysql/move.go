@@ -176,9 +176,9 @@ func scanMoved(rows *sql.Rows) ([]*queue.Job, error) {
 			runAt, createdAt utcTime
 			state            string
 			lastErr          sql.NullString
-			key              []byte
+			kind, key        []byte
 		)
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts, &state,
+		if err := rows.Scan(&j.ID, &j.Queue, &kind, &j.Payload, &j.Priority, &runAt, &j.Attempt, &j.MaxAttempts, &state,
 			&lastErr, &key, &createdAt); err != nil {
 			return nil, err
 		}
@@ -186,7 +186,7 @@ func scanMoved(rows *sql.Rows) ([]*queue.Job, error) {
 			j.Payload = []byte{}
 		}
 		j.RunAt, j.CreatedAt = runAt.T, createdAt.T
-		j.State, j.LastError, j.DedupeKey = queue.State(state), lastErr.String, string(key)
+		j.Kind, j.State, j.LastError, j.DedupeKey = string(kind), queue.State(state), lastErr.String, string(key)
 		out = append(out, &j)
 	}
 	return out, rows.Err()
@@ -238,7 +238,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 		if existed[[2]string{j.Queue, j.DedupeKey}] {
 			continue
 		}
-		n := int64(len(j.Payload)+len(j.LastError)) + 256
+		n := int64(len(j.Payload)+len(j.LastError)+len(j.Kind)) + 256
 		if len(rows) == importChunk || (len(rows) > 0 && size+n > limits.Payload/2) {
 			if err := flush(); err != nil {
 				return nil, d.classify("import", err)
@@ -268,7 +268,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 const importChunk = 500
 
 func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job) error {
-	args := make([]any, 0, len(jobs)*10)
+	args := make([]any, 0, len(jobs)*11)
 	for _, j := range jobs {
 		var lastErr any
 		if j.LastError != "" {
@@ -282,7 +282,7 @@ func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job)
 		if payload == nil {
 			payload = []byte{}
 		}
-		args = append(args, j.Queue, payload, j.Priority, formatTime(j.RunAt), j.Attempt, j.MaxAttempts,
+		args = append(args, j.Queue, []byte(j.Kind), payload, j.Priority, formatTime(j.RunAt), j.Attempt, j.MaxAttempts,
 			string(j.State), lastErr, []byte(j.DedupeKey), formatTime(created))
 	}
 	_, err := tx.ExecContext(ctx, d.stmts.get(sqlMoveInsert, len(jobs)), args...)

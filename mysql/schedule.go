@@ -75,30 +75,12 @@ func (d *Driver) AdvanceSchedule(ctx context.Context, t queue.Tick) (queue.TickR
 
 // Schedules lists the stored schedules in name order (schedules.sql).
 func (d *Driver) Schedules(ctx context.Context) ([]queue.ScheduleInfo, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	rows, err := d.db.QueryContext(ctx, d.stmts.get(sqlSchedules, 0))
-	if err != nil {
-		return nil, d.classify("schedules", err)
-	}
-	defer rows.Close()
-	var out []queue.ScheduleInfo
-	for rows.Next() {
-		var (
-			s                   queue.ScheduleInfo
-			last, next, updated utcTime
-		)
-		if err := rows.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Queue, &last, &next, &s.Paused, &updated); err != nil {
-			return nil, d.classify("schedules", err)
-		}
+	return list(ctx, d, "schedules", sqlSchedules, func(rows *sql.Rows) (s queue.ScheduleInfo, err error) {
+		var last, next, updated utcTime
+		err = rows.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Queue, &last, &next, &s.Paused, &updated)
 		s.LastTick, s.NextTick, s.UpdatedAt = last.T, next.T, updated.T
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, d.classify("schedules", err)
-	}
-	return out, nil
+		return s, err
+	})
 }
 
 // SetSchedulePaused pauses or resumes a stored schedule

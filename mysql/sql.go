@@ -37,6 +37,7 @@ const (
 	sqlRescueLock       = "rescue_lock"
 	sqlRescue           = "rescue"
 	sqlStats            = "stats"
+	sqlStatsByKind      = "stats_by_kind"
 	sqlServer           = "server"
 	sqlServerWsrep      = "server_wsrep"
 	sqlSession          = "session"
@@ -73,7 +74,7 @@ type stmtData struct {
 
 	// The filters of a jobs.sql variant: each adds a condition on a bind
 	// parameter; DeadOfQueue (queue and state 'dead') picks the claim index.
-	ByQueue, ByState, DeadOfQueue bool
+	ByQueue, ByState, ByKind, DeadOfQueue bool
 
 	LockWaitSeconds int
 	// CandidateIsolation is the claimer session's level (session.sql),
@@ -139,10 +140,10 @@ func (s *statements) render(name string, n int) string {
 	return s.renderData(name, d)
 }
 
-// jobs returns the variant of jobs.sql for a filter on queue, on state, or
-// both. Its parameters are the AfterID, then the queue and the state that
-// are filtered on, then the limit.
-func (s *statements) jobs(byQueue, byState, dead bool) string {
+// jobs returns the variant of jobs.sql for a filter on any of queue, state
+// and kind. Its parameters are the AfterID, then the queue, the state and
+// the kind that are filtered on, then the limit.
+func (s *statements) jobs(byQueue, byState, byKind, dead bool) string {
 	flags := 0
 	if byQueue {
 		flags |= 1
@@ -154,12 +155,15 @@ func (s *statements) jobs(byQueue, byState, dead bool) string {
 	if dead {
 		flags |= 4
 	}
+	if byKind {
+		flags |= 8
+	}
 	k := stmtKey{sqlJobs, -1 - flags} // apart from get's keys, which are >= 0
 	if v, ok := s.cache.Load(k); ok {
 		return v.(string)
 	}
 	d := s.base
-	d.ByQueue, d.ByState, d.DeadOfQueue = byQueue, byState, dead
+	d.ByQueue, d.ByState, d.ByKind, d.DeadOfQueue = byQueue, byState, byKind, dead
 	q := s.renderData(sqlJobs, d)
 	s.cache.Store(k, q)
 	return q

@@ -25,7 +25,7 @@ func TestStatementsRender(t *testing.T) {
 	ts := st.files.Names()
 	// Placeholders per statement for a list of n.
 	want := map[string]func(n int) int{
-		sqlEnqueue:          func(n int) int { return 8 * n },
+		sqlEnqueue:          func(n int) int { return 9 * n },
 		sqlEnqueueIDs:       func(int) int { return 3 },
 		sqlClaimCandidates:  func(int) int { return 3 },
 		sqlClaimLock:        func(n int) int { return n + 3 },
@@ -41,12 +41,13 @@ func TestStatementsRender(t *testing.T) {
 		sqlRescueLock:       func(n int) int { return n },
 		sqlRescue:           func(n int) int { return n },
 		sqlStats:            func(int) int { return 0 },
+		sqlStatsByKind:      func(int) int { return 0 },
 		sqlServer:           func(int) int { return 0 },
 		sqlServerWsrep:      func(int) int { return 0 },
 		sqlSession:          func(int) int { return 0 },
 		sqlConnectionID:     func(int) int { return 0 },
 
-		sqlEnqueueUnique:       func(int) int { return 7 },
+		sqlEnqueueUnique:       func(int) int { return 8 },
 		sqlJobs:                func(int) int { return 2 }, // no filter; TestJobsStatement has the rest
 		sqlCancelLock:          func(n int) int { return n },
 		sqlCancel:              func(n int) int { return n },

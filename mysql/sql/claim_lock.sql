@@ -11,7 +11,7 @@
 -- This decides what the claim tries to take, not what it gets: a server
 -- that accepts SKIP LOCKED but locks nothing (TiDB) hands the same rows to
 -- every claimer here. claim_update.sql decides.
-SELECT id, queue, payload, priority, run_at, attempt, max_attempts,
+SELECT id, queue, kind, payload, priority, run_at, attempt, max_attempts,
        last_error, dedupe_key, created_at,
        DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND) AS lease_end
 FROM {{table "jobs"}} FORCE INDEX (PRIMARY)

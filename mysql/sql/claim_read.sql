@@ -3,7 +3,7 @@
 -- step 2's columns may be stale): the rows step 3 changed, read back by
 -- their new token. The transaction sees its own changes; a plain read, no
 -- locks. By primary key only.
-SELECT id, queue, payload, priority, run_at, attempt, max_attempts,
+SELECT id, queue, kind, payload, priority, run_at, attempt, max_attempts,
        last_error, dedupe_key, created_at, claimed_until
 FROM {{table "jobs"}} FORCE INDEX (PRIMARY)
 WHERE id IN ({{params .N}}) AND state = 'claimed' AND claim_token = ?

@@ -5,8 +5,8 @@
 -- enqueue_ids.sql finds the rows by; it means nothing on a ready row.
 -- run_at: the given UTC time, or the database clock plus the delay.
 INSERT INTO {{table "jobs"}}
-    (queue, payload, priority, run_at, max_attempts, dedupe_key, claim_token, created_at)
+    (queue, kind, payload, priority, run_at, max_attempts, dedupe_key, claim_token, created_at)
 VALUES
 {{- range $i := rows .N}}{{if $i}},{{end}}
-    (?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND)), ?, ?, ?, UTC_TIMESTAMP(6))
+    (?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND)), ?, ?, ?, UTC_TIMESTAMP(6))
 {{- end}}

@@ -10,7 +10,7 @@
 -- vanish before. The only unique key a new row can collide on is
 -- jobs_dedupe (queue, dedupe_key); id is AUTO_INCREMENT.
 INSERT INTO {{table "jobs"}}
-    (queue, payload, priority, run_at, max_attempts, dedupe_key, created_at)
+    (queue, kind, payload, priority, run_at, max_attempts, dedupe_key, created_at)
 VALUES
-    (?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND)), ?, ?, UTC_TIMESTAMP(6))
+    (?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ? MICROSECOND)), ?, ?, UTC_TIMESTAMP(6))
 ON DUPLICATE KEY UPDATE id = IF(LAST_INSERT_ID(-id), id, id)
