@@ -54,6 +54,16 @@ func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]in
 	return nil, fmt.Errorf("%w: %T (the mssql dialect takes a *sql.Tx)", queue.ErrUnsupportedTx, tx)
 }
 
+// checkKind refuses a kind that is not valid UTF-8, for the reason
+// checkKey gives: the kind column is NVARCHAR too. queue.ValidateKind
+// checks the rest.
+func checkKind(kind string) error {
+	if !utf8.ValidString(kind) {
+		return fmt.Errorf("%w: Kind %q is not valid UTF-8, which SQL Server's NVARCHAR would store altered", queue.ErrInvalidJob, kind)
+	}
+	return nil
+}
+
 // checkKey refuses a dedupe key that is not valid UTF-8. The key column is
 // NVARCHAR: the driver sends a Go string as UTF-16, replacing each invalid
 // byte with U+FFFD, so such a key would be stored altered — and two keys

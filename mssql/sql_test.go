@@ -141,6 +141,14 @@ func TestCheckerRejects(t *testing.T) {
 		{"rescue of every lease", sqlRescue, edit(sqlRescue, "WHERE claimed_until < SYSUTCDATETIME()", "")},
 		{"VALUES row too short", sqlExtend, edit(sqlExtend, "(@i1, @t1)", "(@i1)")},
 		{"enqueue ids not in input order", sqlEnqueue, edit(sqlEnqueue, "OVER (ORDER BY v.ord)", "OVER (ORDER BY v.queue)")},
+		// Every move between jobs and jobs_inflight carries kind.
+		{"claim that leaves kind behind", sqlClaim, edit(sqlClaim, "(id, queue, kind, payload", "(id, queue, payload")},
+		{"claim that returns no kind", sqlClaim, strings.Replace(base(sqlClaim), "deleted.queue, deleted.kind,", "deleted.queue,", 2)},
+		{"UpdLock claim whose CTE has no kind", sqlClaimUpdLock, edit(sqlClaimUpdLock, "id, queue, kind, payload", "id, queue, payload")},
+		{"release that loses kind", sqlRelease, edit(sqlRelease, "deleted.queue, deleted.kind,", "deleted.queue, N'',")},
+		{"retry that loses kind", sqlRetry, edit(sqlRetry, "(id, queue, kind, payload", "(id, queue, payload")},
+		{"rescue that loses kind", sqlRescue, edit(sqlRescue, "deleted.queue, deleted.kind,", "deleted.queue, deleted.queue,")},
+		{"abandon that loses kind", sqlAbandon, edit(sqlAbandon, "(id, queue, kind, payload", "(id, queue, payload")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := parseBatch(tc.text); err != nil {
@@ -175,7 +183,7 @@ func TestCheckerRejects(t *testing.T) {
 // fakeJobRow is one row of a claim's OUTPUT, in claimOutput order.
 func fakeJobRow(id int64) []driver.Value {
 	now := time.Now().UTC()
-	return []driver.Value{id, "q", []byte(fmt.Sprint("job ", id)), int64(id % 3), now.Add(-time.Duration(id) * time.Second),
+	return []driver.Value{id, "q", fmt.Sprint("kind_", id%2), []byte(fmt.Sprint("job ", id)), int64(id % 3), now.Add(-time.Duration(id) * time.Second),
 		int64(0), int64(25), nil, nil, now, now.Add(time.Minute)}
 }
 
@@ -278,6 +286,11 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 	held, err := c.Claim(ctx, "q", 5)
 	if err != nil || len(held) != 3 {
 		t.Fatalf("Claim: %d jobs, %v", len(held), err)
+	}
+	for _, j := range held {
+		if want := fmt.Sprint("kind_", j.ID%2); j.Kind != want {
+			t.Errorf("claimed job %d has kind %q, want %q", j.ID, j.Kind, want)
+		}
 	}
 	ls := []queue.Lease{held[0].Lease(), held[1].Lease()}
 	for name, err := range map[string]error{
@@ -507,5 +520,83 @@ func TestMigrationShape(t *testing.T) {
 	sort.Strings(tables)
 	if !slices.Equal(tables, []string{"jobs", "jobs_dedupe", "jobs_inflight", "queues", "schedules"}) {
 		t.Errorf("tables %v", tables)
+	}
+}
+
+// Version 5 adds kind to both tables that hold a job's columns, so that no
+// move between them loses it: NOT NULL with the default '' (a producer's
+// INSERT that names no kind still works), wide enough for any kind of 100
+// UTF-8 bytes, compared as a binary string. Down drops what Up added.
+func TestKindMigration(t *testing.T) {
+	fsys, err := migrations.FS(dialect.MSSQL, testNames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := fs.ReadFile(fsys, "00005_kind.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, down, _ := strings.Cut(string(b), "-- +goose Down")
+	stmts, err := parseBatch(up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := map[string]bool{}
+	for _, s := range stmts {
+		a, ok := s.(*ast.AlterTableAddTableElementStatement)
+		if !ok {
+			t.Errorf("up: a %T, want only ALTER TABLE ... ADD", s)
+			continue
+		}
+		table := strings.TrimPrefix(a.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix)
+		cols := a.Definition.ColumnDefinitions
+		if len(cols) != 1 || cols[0].ColumnIdentifier.Value != "kind" {
+			t.Errorf("%s: adds %d columns, want kind alone", table, len(cols))
+			continue
+		}
+		c := cols[0]
+		added[table] = true
+		if got := typeName(c.DataType); got != "NVARCHAR(100)" {
+			t.Errorf("%s.kind is %s, want NVARCHAR(100)", table, got)
+		}
+		if c.Collation == nil || !strings.HasSuffix(c.Collation.Value, "_BIN2") {
+			t.Errorf("%s.kind compares ignoring case", table)
+		}
+		notNull := c.Nullable != nil && !c.Nullable.Nullable
+		for _, n := range find[*ast.NullableConstraintDefinition](c.Constraints) {
+			notNull = notNull || !n.Nullable
+		}
+		if !notNull {
+			t.Errorf("%s.kind may be NULL", table)
+		}
+		if c.DefaultConstraint == nil || sqlOf(c.DefaultConstraint.Expression) != "''" {
+			t.Errorf("%s.kind has no default ''", table)
+		} else if id := c.DefaultConstraint.ConstraintIdentifier; id == nil || id.Value != testNames.Prefix+table+"_kind_default" {
+			t.Errorf("%s.kind: default constraint unnamed or misnamed; down could not drop it", table)
+		}
+	}
+	if !maps.Equal(added, map[string]bool{"jobs": true, "jobs_inflight": true}) {
+		t.Errorf("kind added to %v, want jobs and jobs_inflight", slices.Sorted(maps.Keys(added)))
+	}
+	dropped, err := parseBatch(down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range dropped {
+		d, ok := s.(*ast.AlterTableDropTableElementStatement)
+		if !ok {
+			t.Errorf("down: a %T", s)
+			continue
+		}
+		for _, e := range d.AlterTableDropTableElements {
+			got = append(got, strings.TrimPrefix(d.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix)+" "+
+				e.TableElementType+" "+strings.TrimPrefix(e.Name.Value, testNames.Prefix))
+		}
+	}
+	want := []string{"jobs_inflight Constraint jobs_inflight_kind_default", "jobs_inflight Column kind",
+		"jobs Constraint jobs_kind_default", "jobs Column kind"}
+	if !slices.Equal(got, want) {
+		t.Errorf("down: %q, want %q", got, want)
 	}
 }

@@ -427,7 +427,8 @@ func (c *checker) applock(what string, s ast.Statement, ret string, args map[str
 	c.eq(what+" arguments", got, args)
 }
 
-// columns are the columns of each table of the migration, in order.
+// columns are the columns of each table once every version of the
+// migration is applied, in the order they were created or added.
 var columns = sync.OnceValues(func() (map[string][]string, error) {
 	fsys, err := migrations.FS(dialect.MSSQL, testNames)
 	if err != nil {
@@ -450,11 +451,22 @@ var columns = sync.OnceValues(func() (map[string][]string, error) {
 		if err != nil {
 			return err
 		}
-		for _, ct := range find[*ast.CreateTableStatement](stmts) {
-			name := strings.TrimPrefix(ct.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix)
-			out[name] = nil
-			for _, col := range ct.Definition.ColumnDefinitions {
-				out[name] = append(out[name], col.ColumnIdentifier.Value)
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *ast.CreateTableStatement:
+				name := strings.TrimPrefix(s.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix)
+				out[name] = nil
+				for _, col := range s.Definition.ColumnDefinitions {
+					out[name] = append(out[name], col.ColumnIdentifier.Value)
+				}
+			case *ast.AlterTableAddTableElementStatement:
+				name := strings.TrimPrefix(s.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix)
+				if _, ok := out[name]; !ok {
+					return fmt.Errorf("%s: adds to %s, which no earlier version creates", p, name)
+				}
+				for _, col := range s.Definition.ColumnDefinitions {
+					out[name] = append(out[name], col.ColumnIdentifier.Value)
+				}
 			}
 		}
 		return nil
@@ -538,7 +550,7 @@ func (c *checker) leaseJoin(what string, d dml, cols ...string) {
 const leaseExpr = "DATEADD(millisecond, @lease_ms, DATEADD(second, @lease_s, SYSUTCDATETIME()))"
 
 // claimOutput is what a claim returns, in the order scanClaim reads it.
-var claimOutput = []string{"deleted.id", "deleted.queue", "deleted.payload", "deleted.priority", "deleted.run_at",
+var claimOutput = []string{"deleted.id", "deleted.queue", "deleted.kind", "deleted.payload", "deleted.priority", "deleted.run_at",
 	"deleted.attempt", "deleted.max_attempts", "deleted.last_error", "deleted.dedupe_key", "deleted.created_at", leaseExpr}
 
 // notPaused is the claim's check that its queue is not paused: one probe
@@ -643,6 +655,12 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 			return
 		}
 		c.top("CTE", q.TopRowFilter, "@n")
+		// OUTPUT reads deleted.* of the CTE: it must carry every column
+		// the move writes (all of jobs but state, which jobs_inflight lacks).
+		if cols, err := columns(); err == nil {
+			want := slices.DeleteFunc(slices.Clone(cols["jobs"]), func(c string) bool { return c == "state" })
+			c.eq("CTE columns (sorted)", sorted(sqlOfAll(q.SelectElements)), sorted(want))
+		}
 		if q.FromClause == nil || len(q.FromClause.TableReferences) != 1 {
 			c.errorf("CTE: want FROM one table")
 		} else {
