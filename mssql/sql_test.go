@@ -524,7 +524,7 @@ func TestMigrationShape(t *testing.T) {
 }
 
 // Version 5 adds kind to both tables that hold a job's columns, so that no
-// move between them loses it: NOT NULL with the default '' (a producer's
+// move between them loses it: NOT NULL, empty by default (a producer's
 // INSERT that names no kind still works), wide enough for any kind of 100
 // UTF-8 bytes, compared as a binary string. Down drops what Up added.
 func TestKindMigration(t *testing.T) {
