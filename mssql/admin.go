@@ -1,6 +1,7 @@
 package mssql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -32,8 +33,9 @@ const retryDeadBatch = 1000
 // deadlock victim) or the caller's *sql.Tx, inside a savepoint as for
 // Enqueue, so that a failure leaves it usable. In the caller's
 // transaction the key stays locked until it ends: a Complete of the job
-// found, or another enqueue of the key, waits for that. A key that is not
-// valid UTF-8 gives queue.ErrInvalidJob before anything is sent (checkKey).
+// found, or another enqueue of the key, waits for that. A key or kind that
+// is not valid UTF-8 gives queue.ErrInvalidJob before anything is sent
+// (checkKey, checkKind).
 func (d *Driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (int64, bool, error) {
 	if d.closed.Load() {
 		return 0, false, queue.ErrClosed
@@ -41,7 +43,7 @@ func (d *Driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (i
 	if job.DedupeKey == "" {
 		return 0, false, fmt.Errorf("%w: EnqueueUnique needs a DedupeKey", queue.ErrInvalidJob)
 	}
-	if err := checkKey(job.DedupeKey); err != nil {
+	if err := cmp.Or(checkKey(job.DedupeKey), checkKind(job.Kind)); err != nil {
 		return 0, false, err
 	}
 	switch tx := tx.(type) {
@@ -93,7 +95,7 @@ func (d *Driver) enqueueUnique(ctx context.Context, tx *sql.Tx, j queue.NewJob) 
 	s, ms := splitDuration(j.Delay)
 	var r unique
 	err := tx.QueryRowContext(ctx, d.sql.text(sqlEnqueueUnique),
-		sql.Named("queue", mssqldb.VarChar(j.Queue)), sql.Named("payload", payload),
+		sql.Named("queue", mssqldb.VarChar(j.Queue)), sql.Named("kind", j.Kind), sql.Named("payload", payload),
 		sql.Named("priority", j.Priority),
 		sql.Named("run_at", sql.NullTime{Time: j.RunAt.UTC(), Valid: !j.RunAt.IsZero()}),
 		sql.Named("delay_s", s), sql.Named("delay_ms", ms),

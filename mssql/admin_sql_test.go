@@ -125,7 +125,7 @@ var adminSpecs = map[string]func(c *checker, stmts []ast.Statement){
 			vals[col] = sqlOf(src.RowValues[0].ColumnValues[i])
 		}
 		for col, want := range map[string]string{
-			"id": "NEXT VALUE FOR " + testNames.Prefix + "jobs_id_seq", "queue": "@queue", "payload": "@payload",
+			"id": "NEXT VALUE FOR " + testNames.Prefix + "jobs_id_seq", "queue": "@queue", "kind": "@kind", "payload": "@payload",
 			"priority": "@priority", "attempt": "0", "max_attempts": "@max_attempts", "state": "'ready'",
 			"dedupe_key": "@dedupe_key", "created_at": "SYSUTCDATETIME()",
 			"run_at": "CASE WHEN @run_at IS NULL" +
@@ -367,6 +367,7 @@ func TestCheckerRejectsAdmin(t *testing.T) {
 		{"unique enqueue without HOLDLOCK", sqlEnqueueUnique, edit(sqlEnqueueUnique, "UPDLOCK, HOLDLOCK, ROWLOCK", "UPDLOCK, ROWLOCK")},
 		{"unique enqueue that can abort the caller's transaction", sqlEnqueueUnique, edit(sqlEnqueueUnique, "SET NOCOUNT ON;", "SET NOCOUNT ON;\nSET XACT_ABORT ON;")},
 		{"unique enqueue that checks another queue", sqlEnqueueUnique, edit(sqlEnqueueUnique, "d.queue = @queue", "d.queue = d.queue")},
+		{"unique enqueue that drops the kind", sqlEnqueueUnique, edit(sqlEnqueueUnique, "@queue, @kind, @payload", "@queue, N'', @payload")},
 		{"unique enqueue that records no key", sqlEnqueueUnique, edit(sqlEnqueueUnique, "SELECT @queue, @dedupe_key, id FROM @ids", "SELECT @queue, @dedupe_key, 0 FROM @ids")},
 		{"cancel of held jobs", sqlCancel, edit(sqlCancel, "[s1].[pfx_jobs] AS j", "[s1].[pfx_jobs_inflight] AS j")},
 		{"cancel that leaves dedupe keys taken", sqlCancel, edit(sqlCancel, "d.id = x.id", "d.id = 0")},

@@ -412,17 +412,22 @@ func TestAdminNotMigrated(t *testing.T) {
 	}
 }
 
-// TestInvalidUTF8KeysRefused: a dedupe key that is not valid UTF-8, which
-// NVARCHAR would store altered (each bad byte as U+FFFD), is refused with
-// queue.ErrInvalidJob by Enqueue and EnqueueUnique, in the driver's own
-// transaction or the caller's, before any statement is sent; a valid key
-// outside ASCII is sent as it is.
+// TestInvalidUTF8KeysRefused: a dedupe key or kind that is not valid
+// UTF-8, which NVARCHAR would store altered (each bad byte as U+FFFD), is
+// refused with queue.ErrInvalidJob by Enqueue and EnqueueUnique, in the
+// driver's own transaction or the caller's, before any statement is sent;
+// a valid key or kind outside ASCII is sent as it is.
 func TestInvalidUTF8KeysRefused(t *testing.T) {
 	ctx := context.Background()
 	q, d, f := newFakeQueue(t, Config{}, answerOK)
 	db := d.db
-	for _, key := range []string{"k\xff", "\xc3\x28", "ok-then-\xed\xa0\x80"} {
-		bad := queue.NewJob{Queue: "q", Payload: []byte("x"), DedupeKey: key}
+	var jobs []queue.NewJob
+	for _, s := range []string{"k\xff", "\xc3\x28", "ok-then-\xed\xa0\x80"} {
+		jobs = append(jobs, queue.NewJob{Queue: "q", Payload: []byte("x"), DedupeKey: s},
+			queue.NewJob{Queue: "q", Payload: []byte("x"), DedupeKey: "k", Kind: s})
+	}
+	for _, bad := range jobs {
+		key := bad.DedupeKey + " kind " + bad.Kind
 		if _, err := q.Enqueue(ctx, queue.NewJob{Queue: "q"}, bad); !errors.Is(err, queue.ErrInvalidJob) {
 			t.Errorf("Enqueue with key %q: %v, want ErrInvalidJob", key, err)
 		}
@@ -446,11 +451,11 @@ func TestInvalidUTF8KeysRefused(t *testing.T) {
 	if sent := f.statements(); len(sent) != 0 {
 		t.Fatalf("sent %d statements for refused keys, first %q", len(sent), sent[0].query)
 	}
-	if _, err := q.Enqueue(ctx, queue.NewJob{Queue: "q", DedupeKey: "ключ-☃"}); err != nil {
+	if _, err := q.Enqueue(ctx, queue.NewJob{Queue: "q", DedupeKey: "ключ-☃", Kind: "письмо"}); err != nil {
 		t.Fatalf("Enqueue with a valid UTF-8 key: %v", err)
 	}
 	sent := f.named(sqlEnqueue)
-	if len(sent) != 1 || sent[0].args["dk0"] != (sql.NullString{String: "ключ-☃", Valid: true}) {
-		t.Fatalf("enqueue sent %+v; want one statement with the key as given", sent)
+	if len(sent) != 1 || sent[0].args["dk0"] != (sql.NullString{String: "ключ-☃", Valid: true}) || sent[0].args["kn0"] != "письмо" {
+		t.Fatalf("enqueue sent %+v; want one statement with the key and kind as given", sent)
 	}
 }

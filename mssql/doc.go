@@ -122,7 +122,7 @@
 //
 // Enqueue inserts a batch in one transaction — the caller's *sql.Tx
 // (inside a savepoint, so a duplicate key leaves the caller's transaction
-// usable) or its own — 250 jobs per INSERT, and returns the ids in input
+// usable) or its own — 200 jobs per INSERT, and returns the ids in input
 // order: they are drawn from the sequence in input order.
 //
 // # Admin, pause and snooze

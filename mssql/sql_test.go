@@ -141,6 +141,9 @@ func TestCheckerRejects(t *testing.T) {
 		{"rescue of every lease", sqlRescue, edit(sqlRescue, "WHERE claimed_until < SYSUTCDATETIME()", "")},
 		{"VALUES row too short", sqlExtend, edit(sqlExtend, "(@i1, @t1)", "(@i1)")},
 		{"enqueue ids not in input order", sqlEnqueue, edit(sqlEnqueue, "OVER (ORDER BY v.ord)", "OVER (ORDER BY v.queue)")},
+		{"enqueue that drops kinds", sqlEnqueue, edit(sqlEnqueue, "v.queue, v.kind, v.payload", "v.queue, N'', v.payload")},
+		{"enqueue that names no kind", sqlEnqueue, strings.NewReplacer("(id, queue, kind, payload", "(id, queue, payload",
+			"v.queue, v.kind, v.payload", "v.queue, v.payload").Replace(base(sqlEnqueue))},
 		// Every move between jobs and jobs_inflight carries kind.
 		{"claim that leaves kind behind", sqlClaim, edit(sqlClaim, "(id, queue, kind, payload", "(id, queue, payload")},
 		{"claim that returns no kind", sqlClaim, strings.Replace(base(sqlClaim), "deleted.queue, deleted.kind,", "deleted.queue,", 2)},
@@ -264,9 +267,13 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 	jobs[3].DedupeKey = "k"
 	jobs[4].RunAt = time.Now().Add(time.Hour)
 	jobs[5].Delay = 1500 * time.Millisecond
+	jobs[6].Kind = "email"
 	ids, err := q.Enqueue(ctx, jobs...)
 	if err != nil || len(ids) != len(jobs) {
 		t.Fatalf("Enqueue: %d ids, %v", len(ids), err)
+	}
+	if first := f.named(sqlEnqueue)[0].args; first["kn6"] != "email" || first["kn5"] != "" {
+		t.Errorf("enqueue sent kinds %q and %q, want the jobs' own", first["kn6"], first["kn5"])
 	}
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {

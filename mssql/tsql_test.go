@@ -863,6 +863,16 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 		q := src.Select.(*ast.QuerySpecification)
 		if len(q.SelectElements) != len(got) {
 			c.errorf("INSERT: %d values for %d columns", len(q.SelectElements), len(got))
+		} else {
+			// What the caller gives is stored as given.
+			for i, col := range got {
+				if slices.Contains([]string{"queue", "kind", "payload", "priority", "max_attempts", "dedupe_key"}, col) {
+					c.eq("INSERT value of "+col, sqlOf(q.SelectElements[i]), "v."+col)
+				}
+			}
+			if !slices.Contains(got, "kind") {
+				c.errorf("INSERT stores no kind")
+			}
 		}
 		// Ids are drawn in input order, so ascending ids are input order.
 		nv := find[*ast.NextValueForExpression](q.SelectElements[:1])
@@ -881,7 +891,7 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 			for _, id := range vals[0].Columns {
 				names = append(names, id.Value)
 			}
-			c.eq("VALUES columns", names, []string{"ord", "queue", "payload", "priority", "run_at", "delay_s", "delay_ms", "max_attempts", "dedupe_key"})
+			c.eq("VALUES columns", names, []string{"ord", "queue", "kind", "payload", "priority", "run_at", "delay_s", "delay_ms", "max_attempts", "dedupe_key"})
 			for i, row := range vals[0].RowValues {
 				if len(row.ColumnValues) > 0 && sqlOf(row.ColumnValues[0]) != fmt.Sprint(i) {
 					c.errorf("row %d has ord %s", i, sqlOf(row.ColumnValues[0]))
