@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
@@ -111,8 +112,8 @@ func (d *Driver) enqueueUnique(ctx context.Context, tx *sql.Tx, j queue.NewJob) 
 
 // Jobs lists the stored jobs that match f in id order (sql/jobs.sql): the
 // ready, scheduled and dead ones in jobs and the held ones, as claimed,
-// in jobs_inflight. Filters are bind parameters; the statement is planned
-// for their values on each call.
+// in jobs_inflight. Filters (queue, state, kind) are bind parameters; the
+// statement is planned for their values on each call.
 func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
@@ -123,7 +124,8 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 	}
 	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlJobs),
 		sql.Named("limit", int32(min(limit, queue.MaxListLimit))), sql.Named("after", f.AfterID),
-		sql.Named("queue", mssqldb.VarChar(f.Queue)), sql.Named("state", mssqldb.VarChar(string(f.State))))
+		sql.Named("queue", mssqldb.VarChar(f.Queue)), sql.Named("state", mssqldb.VarChar(string(f.State))),
+		sql.Named("kind", f.Kind))
 	if err != nil {
 		return nil, classify("jobs", d.dedupe, err)
 	}
@@ -137,7 +139,7 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 			until         sql.NullTime
 			lastErr, dkey sql.NullString
 		)
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &j.Attempt, &j.MaxAttempts,
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &j.Priority, &j.RunAt, &j.Attempt, &j.MaxAttempts,
 			&state, &token, &until, &lastErr, &dkey, &j.CreatedAt); err != nil {
 			return nil, classify("jobs", d.dedupe, err)
 		}
@@ -338,8 +340,33 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	return out, nil
 }
 
-// StatsByKind implements queue.Admin.
-// TODO(#24): until this dialect stores kinds, it says so.
-func (d *Driver) StatsByKind(context.Context) ([]queue.KindStats, error) {
-	return nil, queue.ErrUnsupported
+// StatsByKind counts the jobs of every queue and kind
+// (sql/stats_by_kind.sql), as Stats counts them per queue; jobs with no
+// kind count under kind "". Ordered by queue, then kind in byte order:
+// SQL Server orders NVARCHAR by UTF-16 code unit, which puts characters
+// outside the BMP before U+E000–U+FFFF, so the rows are sorted again.
+func (d *Driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlStatsByKind))
+	if err != nil {
+		return nil, classify("stats by kind", d.dedupe, err)
+	}
+	defer rows.Close()
+	var out []queue.KindStats
+	for rows.Next() {
+		var s queue.KindStats
+		if err := rows.Scan(&s.Queue, &s.Kind, &s.Ready, &s.Scheduled, &s.Held, &s.Dead); err != nil {
+			return nil, classify("stats by kind", d.dedupe, err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("stats by kind", d.dedupe, err)
+	}
+	slices.SortStableFunc(out, func(a, b queue.KindStats) int {
+		return cmp.Or(strings.Compare(a.Queue, b.Queue), strings.Compare(a.Kind, b.Kind))
+	})
+	return out, nil
 }

@@ -142,9 +142,12 @@
 //     ends. In its own, a deadlock victim runs again.
 //   - Jobs (sql/jobs.sql) reads jobs (ready, scheduled, dead) and
 //     jobs_inflight (claimed, with token and lease) as one UNION ALL in id
-//     order. Its filters are bind parameters, planned per call with OPTION
-//     (RECOMPILE). A job that moves between the tables during the read may
-//     be listed in either state, never twice.
+//     order. Its filters (queue, state, kind) are bind parameters, planned
+//     per call with OPTION (RECOMPILE). A job that moves between the tables
+//     during the read may be listed in either state, never twice.
+//   - StatsByKind (sql/stats_by_kind.sql) counts as Stats does, per queue
+//     and kind: one row per pair that holds a job, so as many rows as
+//     kinds in use.
 //   - Cancel (sql/cancel.sql) deletes, by id, rows of jobs only — held jobs
 //     are in jobs_inflight — and their dedupe keys, in one XACT_ABORT
 //     transaction.

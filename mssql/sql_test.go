@@ -241,6 +241,8 @@ func answerOK(s sentStmt) fakeAnswer {
 		return fakeAnswer{rows: [][]driver.Value{{int64(0), int64(0)}}}
 	case sqlStats:
 		return fakeAnswer{rows: [][]driver.Value{{"q", int64(1), int64(2), int64(3), int64(4), int64(1_500_000), true}}}
+	case sqlStatsByKind:
+		return fakeAnswer{rows: [][]driver.Value{{"q", "", int64(1), int64(0), int64(0), int64(0)}, {"q", "email", int64(0), int64(2), int64(3), int64(4)}}}
 	}
 	return fakeAnswer{}
 }
@@ -313,6 +315,9 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 	}
 	if _, err := q.Stats(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if got, err := q.StatsByKind(ctx); err != nil || len(got) != 2 || got[1].Kind != "email" || got[1].Dead != 4 {
+		t.Fatalf("StatsByKind = %+v, %v", got, err)
 	}
 	if _, err := d.Rescue(ctx); err != nil {
 		t.Fatal(err)

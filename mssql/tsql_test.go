@@ -97,6 +97,9 @@ func sqlOf(n any) string {
 	}
 	switch n := n.(type) {
 	case *ast.ColumnReferenceExpression:
+		if n.MultiPartIdentifier == nil {
+			return "*" // COUNT_BIG(*)
+		}
 		var parts []string
 		for _, id := range n.MultiPartIdentifier.Identifiers {
 			parts = append(parts, id.Value)
@@ -164,6 +167,8 @@ func sqlOf(n any) string {
 	case *ast.AssignmentSetClause:
 		return sqlOf(n.Column) + " = " + sqlOf(n.NewValue)
 	case *ast.ExpressionWithSortOrder:
+		return sqlOf(n.Expression)
+	case *ast.ExpressionGroupingSpecification:
 		return sqlOf(n.Expression)
 	}
 	return fmt.Sprintf("<%T>", n)
