@@ -387,6 +387,9 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 		if err := checkSQL(s.name, s.query, s.args); err != nil {
 			t.Errorf("%v\n%s", err, s.query)
 		}
+		if len(s.args) >= maxParams {
+			t.Errorf("%s sent with %d parameters; SQL Server takes fewer than %d", s.name, len(s.args), maxParams)
+		}
 	}
 	for _, name := range d.sql.names() {
 		if seen[name] == 0 {
