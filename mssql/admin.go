@@ -276,21 +276,27 @@ func (d *Driver) Paused(ctx context.Context) ([]string, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlPaused))
+	return queryAll(ctx, d, "paused", sqlPaused, func(rows *sql.Rows, q *string) error { return rows.Scan(q) })
+}
+
+// queryAll runs statement name, which takes no parameters, reads each row
+// into a T with scan, and classifies any error as op's.
+func queryAll[T any](ctx context.Context, d *Driver, op, name string, scan func(rows *sql.Rows, v *T) error) ([]T, error) {
+	rows, err := d.db.QueryContext(ctx, d.sql.text(name))
 	if err != nil {
-		return nil, classify("paused", d.dedupe, err)
+		return nil, classify(op, d.dedupe, err)
 	}
 	defer rows.Close()
-	var out []string
+	var out []T
 	for rows.Next() {
-		var q string
-		if err := rows.Scan(&q); err != nil {
-			return nil, classify("paused", d.dedupe, err)
+		var v T
+		if err := scan(rows, &v); err != nil {
+			return nil, classify(op, d.dedupe, err)
 		}
-		out = append(out, q)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, classify("paused", d.dedupe, err)
+		return nil, classify(op, d.dedupe, err)
 	}
 	return out, nil
 }
@@ -319,25 +325,14 @@ func sortIDs(ids []int64) []int64 {
 // which are paused. Held jobs are those in jobs_inflight, where both
 // strategies put the jobs they claim.
 func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
-	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlStats))
-	if err != nil {
-		return nil, classify("stats", d.dedupe, err)
-	}
-	defer rows.Close()
-	var out []queue.QueueStats
-	for rows.Next() {
-		var s queue.QueueStats
+	return queryAll(ctx, d, "stats", sqlStats, func(rows *sql.Rows, s *queue.QueueStats) error {
 		var ageMicros int64
 		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused); err != nil {
-			return nil, classify("stats", d.dedupe, err)
+			return err
 		}
 		s.OldestReadyAge = float64(ageMicros) / 1e6
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify("stats", d.dedupe, err)
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // StatsByKind counts the jobs of every queue and kind
@@ -349,21 +344,11 @@ func (d *Driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlStatsByKind))
+	out, err := queryAll(ctx, d, "stats by kind", sqlStatsByKind, func(rows *sql.Rows, s *queue.KindStats) error {
+		return rows.Scan(&s.Queue, &s.Kind, &s.Ready, &s.Scheduled, &s.Held, &s.Dead)
+	})
 	if err != nil {
-		return nil, classify("stats by kind", d.dedupe, err)
-	}
-	defer rows.Close()
-	var out []queue.KindStats
-	for rows.Next() {
-		var s queue.KindStats
-		if err := rows.Scan(&s.Queue, &s.Kind, &s.Ready, &s.Scheduled, &s.Held, &s.Dead); err != nil {
-			return nil, classify("stats by kind", d.dedupe, err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify("stats by kind", d.dedupe, err)
+		return nil, err
 	}
 	slices.SortStableFunc(out, func(a, b queue.KindStats) int {
 		return cmp.Or(strings.Compare(a.Queue, b.Queue), strings.Compare(a.Kind, b.Kind))

@@ -425,21 +425,31 @@ func TestClaimAndLeaseStatementsAreAutocommit(t *testing.T) {
 	}
 }
 
-// The migration creates what the statements and the package doc rely on.
-func TestMigrationShape(t *testing.T) {
+// migrationVersion parses the up and down statements of one migration
+// file, rendered with testNames.
+func migrationVersion(t *testing.T, file string) (up, down []ast.Statement) {
+	t.Helper()
 	fsys, err := migrations.FS(dialect.MSSQL, testNames)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := fs.ReadFile(fsys, "00001_jobs.sql")
+	b, err := fs.ReadFile(fsys, file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, down, _ := strings.Cut(string(b), "-- +goose Down")
-	stmts, err := parseBatch(up)
-	if err != nil {
-		t.Fatal(err)
+	u, d, _ := strings.Cut(string(b), "-- +goose Down")
+	if up, err = parseBatch(u); err != nil {
+		t.Fatalf("%s up: %v", file, err)
 	}
+	if down, err = parseBatch(d); err != nil {
+		t.Fatalf("%s down: %v", file, err)
+	}
+	return up, down
+}
+
+// The migration creates what the statements and the package doc rely on.
+func TestMigrationShape(t *testing.T) {
+	stmts, dropped := migrationVersion(t, "00001_jobs.sql")
 	cols, err := columns()
 	if err != nil {
 		t.Fatal(err)
@@ -521,10 +531,6 @@ func TestMigrationShape(t *testing.T) {
 	if len(seq) != 1 || seq[0].Name.BaseIdentifier.Value != testNames.Prefix+"jobs_id_seq" {
 		t.Error("no jobs_id_seq sequence")
 	}
-	dropped, err := parseBatch(down)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got := kinds(dropped); !slices.Equal(got, []string{"DropTableStatement", "DropTableStatement", "DropTableStatement", "DropSequenceStatement"}) {
 		t.Errorf("down: %v", got)
 	}
@@ -543,19 +549,7 @@ func TestMigrationShape(t *testing.T) {
 // INSERT that names no kind still works), wide enough for any kind of 100
 // UTF-8 bytes, compared as a binary string. Down drops what Up added.
 func TestKindMigration(t *testing.T) {
-	fsys, err := migrations.FS(dialect.MSSQL, testNames)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := fs.ReadFile(fsys, "00005_kind.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, down, _ := strings.Cut(string(b), "-- +goose Down")
-	stmts, err := parseBatch(up)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stmts, dropped := migrationVersion(t, "00005_kind.sql")
 	added := map[string]bool{}
 	for _, s := range stmts {
 		a, ok := s.(*ast.AlterTableAddTableElementStatement)
@@ -592,10 +586,6 @@ func TestKindMigration(t *testing.T) {
 	}
 	if !maps.Equal(added, map[string]bool{"jobs": true, "jobs_inflight": true}) {
 		t.Errorf("kind added to %v, want jobs and jobs_inflight", slices.Sorted(maps.Keys(added)))
-	}
-	dropped, err := parseBatch(down)
-	if err != nil {
-		t.Fatal(err)
 	}
 	var got []string
 	for _, s := range dropped {
