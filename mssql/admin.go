@@ -1,11 +1,13 @@
 package mssql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
@@ -32,8 +34,9 @@ const retryDeadBatch = 1000
 // deadlock victim) or the caller's *sql.Tx, inside a savepoint as for
 // Enqueue, so that a failure leaves it usable. In the caller's
 // transaction the key stays locked until it ends: a Complete of the job
-// found, or another enqueue of the key, waits for that. A key that is not
-// valid UTF-8 gives queue.ErrInvalidJob before anything is sent (checkKey).
+// found, or another enqueue of the key, waits for that. A key or kind that
+// is not valid UTF-8 gives queue.ErrInvalidJob before anything is sent
+// (checkKey, checkKind).
 func (d *Driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (int64, bool, error) {
 	if d.closed.Load() {
 		return 0, false, queue.ErrClosed
@@ -41,7 +44,7 @@ func (d *Driver) EnqueueUnique(ctx context.Context, tx any, job queue.NewJob) (i
 	if job.DedupeKey == "" {
 		return 0, false, fmt.Errorf("%w: EnqueueUnique needs a DedupeKey", queue.ErrInvalidJob)
 	}
-	if err := checkKey(job.DedupeKey); err != nil {
+	if err := cmp.Or(checkKey(job.DedupeKey), checkKind(job.Kind)); err != nil {
 		return 0, false, err
 	}
 	switch tx := tx.(type) {
@@ -93,7 +96,7 @@ func (d *Driver) enqueueUnique(ctx context.Context, tx *sql.Tx, j queue.NewJob) 
 	s, ms := splitDuration(j.Delay)
 	var r unique
 	err := tx.QueryRowContext(ctx, d.sql.text(sqlEnqueueUnique),
-		sql.Named("queue", mssqldb.VarChar(j.Queue)), sql.Named("payload", payload),
+		sql.Named("queue", mssqldb.VarChar(j.Queue)), sql.Named("kind", j.Kind), sql.Named("payload", payload),
 		sql.Named("priority", j.Priority),
 		sql.Named("run_at", sql.NullTime{Time: j.RunAt.UTC(), Valid: !j.RunAt.IsZero()}),
 		sql.Named("delay_s", s), sql.Named("delay_ms", ms),
@@ -109,8 +112,8 @@ func (d *Driver) enqueueUnique(ctx context.Context, tx *sql.Tx, j queue.NewJob) 
 
 // Jobs lists the stored jobs that match f in id order (sql/jobs.sql): the
 // ready, scheduled and dead ones in jobs and the held ones, as claimed,
-// in jobs_inflight. Filters are bind parameters; the statement is planned
-// for their values on each call.
+// in jobs_inflight. Filters (queue, state, kind) are bind parameters; the
+// statement is planned for their values on each call.
 func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
@@ -121,7 +124,8 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 	}
 	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlJobs),
 		sql.Named("limit", int32(min(limit, queue.MaxListLimit))), sql.Named("after", f.AfterID),
-		sql.Named("queue", mssqldb.VarChar(f.Queue)), sql.Named("state", mssqldb.VarChar(string(f.State))))
+		sql.Named("queue", mssqldb.VarChar(f.Queue)), sql.Named("state", mssqldb.VarChar(string(f.State))),
+		sql.Named("kind", f.Kind))
 	if err != nil {
 		return nil, classify("jobs", d.dedupe, err)
 	}
@@ -135,7 +139,7 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 			until         sql.NullTime
 			lastErr, dkey sql.NullString
 		)
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &j.Attempt, &j.MaxAttempts,
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &j.Priority, &j.RunAt, &j.Attempt, &j.MaxAttempts,
 			&state, &token, &until, &lastErr, &dkey, &j.CreatedAt); err != nil {
 			return nil, classify("jobs", d.dedupe, err)
 		}
@@ -272,21 +276,27 @@ func (d *Driver) Paused(ctx context.Context) ([]string, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlPaused))
+	return queryAll(ctx, d, "paused", sqlPaused, func(rows *sql.Rows, q *string) error { return rows.Scan(q) })
+}
+
+// queryAll runs statement name, which takes no parameters, reads each row
+// into a T with scan, and classifies any error as op's.
+func queryAll[T any](ctx context.Context, d *Driver, op, name string, scan func(rows *sql.Rows, v *T) error) ([]T, error) {
+	rows, err := d.db.QueryContext(ctx, d.sql.text(name))
 	if err != nil {
-		return nil, classify("paused", d.dedupe, err)
+		return nil, classify(op, d.dedupe, err)
 	}
 	defer rows.Close()
-	var out []string
+	var out []T
 	for rows.Next() {
-		var q string
-		if err := rows.Scan(&q); err != nil {
-			return nil, classify("paused", d.dedupe, err)
+		var v T
+		if err := scan(rows, &v); err != nil {
+			return nil, classify(op, d.dedupe, err)
 		}
-		out = append(out, q)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, classify("paused", d.dedupe, err)
+		return nil, classify(op, d.dedupe, err)
 	}
 	return out, nil
 }
@@ -315,29 +325,33 @@ func sortIDs(ids []int64) []int64 {
 // which are paused. Held jobs are those in jobs_inflight, where both
 // strategies put the jobs they claim.
 func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
-	rows, err := d.db.QueryContext(ctx, d.sql.text(sqlStats))
-	if err != nil {
-		return nil, classify("stats", d.dedupe, err)
-	}
-	defer rows.Close()
-	var out []queue.QueueStats
-	for rows.Next() {
-		var s queue.QueueStats
+	return queryAll(ctx, d, "stats", sqlStats, func(rows *sql.Rows, s *queue.QueueStats) error {
 		var ageMicros int64
 		if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused); err != nil {
-			return nil, classify("stats", d.dedupe, err)
+			return err
 		}
 		s.OldestReadyAge = float64(ageMicros) / 1e6
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify("stats", d.dedupe, err)
-	}
-	return out, nil
+		return nil
+	})
 }
 
-// StatsByKind implements queue.Admin.
-// TODO(#24): until this dialect stores kinds, it says so.
-func (d *Driver) StatsByKind(context.Context) ([]queue.KindStats, error) {
-	return nil, queue.ErrUnsupported
+// StatsByKind counts the jobs of every queue and kind
+// (sql/stats_by_kind.sql), as Stats counts them per queue; jobs with no
+// kind count under kind "". Ordered by queue, then kind in byte order:
+// SQL Server orders NVARCHAR by UTF-16 code unit, which puts characters
+// outside the BMP before U+E000–U+FFFF, so the rows are sorted again.
+func (d *Driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	out, err := queryAll(ctx, d, "stats by kind", sqlStatsByKind, func(rows *sql.Rows, s *queue.KindStats) error {
+		return rows.Scan(&s.Queue, &s.Kind, &s.Ready, &s.Scheduled, &s.Held, &s.Dead)
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(out, func(a, b queue.KindStats) int {
+		return cmp.Or(strings.Compare(a.Queue, b.Queue), strings.Compare(a.Kind, b.Kind))
+	})
+	return out, nil
 }

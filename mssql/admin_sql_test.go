@@ -44,6 +44,45 @@ func (c *checker) idJoin(what string, d dml) {
 	c.eq(what+" join condition", conjuncts(j.SearchCondition), []string{"j.id = l.id"})
 }
 
+// countBranches returns the columns of the two branches of q's FROM
+// (SELECT ... FROM jobs GROUP BY ... UNION ALL SELECT ... FROM
+// jobs_inflight GROUP BY ...) AS s, checking that each groups by the
+// columns it starts with.
+func countBranches(c *checker, what string, q *ast.QuerySpecification) (jobs, inflight []string) {
+	if q == nil || q.FromClause == nil || len(q.FromClause.TableReferences) != 1 {
+		c.errorf("%s: want FROM one derived table", what)
+		return nil, nil
+	}
+	dt, ok := q.FromClause.TableReferences[0].(*ast.QueryDerivedTable)
+	if !ok || dt.Alias == nil || dt.Alias.Value != "s" {
+		c.errorf("%s: FROM %T, want (... UNION ALL ...) AS s", what, q.FromClause.TableReferences[0])
+		return nil, nil
+	}
+	u, ok := dt.QueryExpression.(*ast.BinaryQueryExpression)
+	if !ok || u.BinaryQueryExpressionType != "Union" || !u.All {
+		c.errorf("%s: the derived table is not a UNION ALL", what)
+		return nil, nil
+	}
+	var out [2][]string
+	for i, b := range []struct {
+		q     ast.QueryExpression
+		table string
+	}{{u.FirstQueryExpression, "jobs"}, {u.SecondQueryExpression, "jobs_inflight"}} {
+		bq, ok := b.q.(*ast.QuerySpecification)
+		if !ok || bq.FromClause == nil || len(bq.FromClause.TableReferences) != 1 || bq.GroupByClause == nil {
+			c.errorf("%s: %s branch is not SELECT ... FROM one table GROUP BY ...", what, b.table)
+			continue
+		}
+		c.table(what+" "+b.table+" branch", bq.FromClause.TableReferences[0], b.table, "")
+		out[i] = sqlOfAll(bq.SelectElements)
+		group := sqlOfAll(bq.GroupByClause.GroupingSpecifications)
+		if len(group) > len(out[i]) || !slices.Equal(out[i][:len(group)], group) {
+			c.errorf("%s: %s branch groups by %v but selects %v", what, b.table, group, out[i])
+		}
+	}
+	return out[0], out[1]
+}
+
 // selectOf returns the query of a SELECT statement, or nil.
 func selectOf(s ast.Statement) *ast.QuerySpecification {
 	if sel, ok := s.(*ast.SelectStatement); ok {
@@ -58,7 +97,7 @@ func selectOf(s ast.Statement) *ast.QuerySpecification {
 var revive = []string{"state = 'ready'", "attempt = 0", "run_at = SYSUTCDATETIME()"}
 
 // listColumns are the columns Jobs scans, in order.
-var listColumns = []string{"j.id", "j.queue", "j.payload", "j.priority", "j.run_at", "j.attempt", "j.max_attempts",
+var listColumns = []string{"j.id", "j.queue", "j.kind", "j.payload", "j.priority", "j.run_at", "j.attempt", "j.max_attempts",
 	"j.state", "j.claim_token", "j.claimed_until", "j.last_error", "j.dedupe_key", "j.created_at"}
 
 var adminSpecs = map[string]func(c *checker, stmts []ast.Statement){
@@ -125,7 +164,7 @@ var adminSpecs = map[string]func(c *checker, stmts []ast.Statement){
 			vals[col] = sqlOf(src.RowValues[0].ColumnValues[i])
 		}
 		for col, want := range map[string]string{
-			"id": "NEXT VALUE FOR " + testNames.Prefix + "jobs_id_seq", "queue": "@queue", "payload": "@payload",
+			"id": "NEXT VALUE FOR " + testNames.Prefix + "jobs_id_seq", "queue": "@queue", "kind": "@kind", "payload": "@payload",
 			"priority": "@priority", "attempt": "0", "max_attempts": "@max_attempts", "state": "'ready'",
 			"dedupe_key": "@dedupe_key", "created_at": "SYSUTCDATETIME()",
 			"run_at": "CASE WHEN @run_at IS NULL" +
@@ -176,7 +215,8 @@ var adminSpecs = map[string]func(c *checker, stmts []ast.Statement){
 			c.errorf("no WHERE")
 		} else {
 			c.eq("filters", conjuncts(q.WhereClause.SearchCondition), []string{
-				"(@queue = '' OR j.queue = @queue)", "(@state = '' OR j.state = @state)", "j.id > @after"})
+				"(@kind = '' OR j.kind = @kind)", "(@queue = '' OR j.queue = @queue)", "(@state = '' OR j.state = @state)",
+				"j.id > @after"})
 		}
 		if q.OrderByClause == nil {
 			c.errorf("no ORDER BY: TOP would take an arbitrary page")
@@ -214,7 +254,7 @@ var adminSpecs = map[string]func(c *checker, stmts []ast.Statement){
 				continue
 			}
 			c.table(b.table+" branch", bq.FromClause.TableReferences[0], b.table, "")
-			c.eq(b.table+" branch columns", sqlOfAll(bq.SelectElements), []string{"id", "queue", "payload", "priority",
+			c.eq(b.table+" branch columns", sqlOfAll(bq.SelectElements), []string{"id", "queue", "kind", "payload", "priority",
 				"run_at", "attempt", "max_attempts", b.state, b.token, b.until, "last_error", "dedupe_key", "created_at"})
 			if bq.WhereClause != nil {
 				c.errorf("%s branch filters on its own", b.table)
@@ -322,6 +362,42 @@ var adminSpecs = map[string]func(c *checker, stmts []ast.Statement){
 			c.eq("INSERT values", sqlOfAll(src.RowValues[0].ColumnValues), []string{"@queue", "@paused", "SYSUTCDATETIME()"})
 		}
 	},
+	sqlStatsByKind: func(c *checker, stmts []ast.Statement) {
+		c.eq("statements", kinds(stmts), []string{"SelectStatement"})
+		c.eq("table references", tableRefs(stmts), []string{"jobs", "jobs_inflight"})
+		q := selectOf(stmts[0])
+		if q == nil || q.GroupByClause == nil || q.OrderByClause == nil {
+			c.errorf("want SELECT ... GROUP BY ... ORDER BY")
+			return
+		}
+		c.eq("columns", sqlOfAll(q.SelectElements), []string{"s.queue", "s.kind",
+			"SUM(s.ready)", "SUM(s.scheduled)", "SUM(s.held)", "SUM(s.dead)"})
+		c.eq("group", sqlOfAll(q.GroupByClause.GroupingSpecifications), []string{"s.queue", "s.kind"})
+		c.eq("order", sqlOfAll(q.OrderByClause.OrderByElements), []string{"s.queue", "s.kind"})
+		// Each branch counts as stats.sql does per queue, grouped by kind
+		// too: the same ready, scheduled, held and dead.
+		jobs, inflight := countBranches(c, "stats_by_kind", q)
+		base, err := renderStatements(testNames)
+		if err != nil {
+			c.errorf("render stats: %v", err)
+			return
+		}
+		sstmts, err := parseBatch(base.text(sqlStats))
+		if err != nil || len(sstmts) != 1 {
+			c.errorf("stats does not parse: %v", err)
+			return
+		}
+		sjobs, sinflight := countBranches(c, "stats", selectOf(sstmts[0]))
+		if len(jobs) != 6 || len(inflight) != 6 || len(sjobs) != 6 || len(sinflight) != 6 {
+			c.errorf("branches of %d, %d columns, want queue, kind and four counts; stats' of %d, %d",
+				len(jobs), len(inflight), len(sjobs), len(sinflight))
+			return
+		}
+		c.eq("jobs branch keys", jobs[:2], []string{"queue", "kind"})
+		c.eq("jobs_inflight branch keys", inflight[:2], []string{"queue", "kind"})
+		c.eq("jobs branch counts, as stats.sql's", jobs[2:], sjobs[1:5])
+		c.eq("jobs_inflight branch counts, as stats.sql's", inflight[2:], sinflight[1:5])
+	},
 	sqlPaused: func(c *checker, stmts []ast.Statement) {
 		c.eq("statements", kinds(stmts), []string{"SelectStatement"})
 		c.eq("table references", tableRefs(stmts), []string{"queues"})
@@ -367,6 +443,7 @@ func TestCheckerRejectsAdmin(t *testing.T) {
 		{"unique enqueue without HOLDLOCK", sqlEnqueueUnique, edit(sqlEnqueueUnique, "UPDLOCK, HOLDLOCK, ROWLOCK", "UPDLOCK, ROWLOCK")},
 		{"unique enqueue that can abort the caller's transaction", sqlEnqueueUnique, edit(sqlEnqueueUnique, "SET NOCOUNT ON;", "SET NOCOUNT ON;\nSET XACT_ABORT ON;")},
 		{"unique enqueue that checks another queue", sqlEnqueueUnique, edit(sqlEnqueueUnique, "d.queue = @queue", "d.queue = d.queue")},
+		{"unique enqueue that drops the kind", sqlEnqueueUnique, edit(sqlEnqueueUnique, "@queue, @kind, @payload", "@queue, N'', @payload")},
 		{"unique enqueue that records no key", sqlEnqueueUnique, edit(sqlEnqueueUnique, "SELECT @queue, @dedupe_key, id FROM @ids", "SELECT @queue, @dedupe_key, 0 FROM @ids")},
 		{"cancel of held jobs", sqlCancel, edit(sqlCancel, "[s1].[pfx_jobs] AS j", "[s1].[pfx_jobs_inflight] AS j")},
 		{"cancel that leaves dedupe keys taken", sqlCancel, edit(sqlCancel, "d.id = x.id", "d.id = 0")},
@@ -377,6 +454,12 @@ func TestCheckerRejectsAdmin(t *testing.T) {
 		{"list without order", sqlJobs, edit(sqlJobs, "ORDER BY j.id", "")},
 		{"list without held jobs", sqlJobs, edit(sqlJobs, "[s1].[pfx_jobs_inflight]", "[s1].[pfx_jobs]")},
 		{"list with a spliced queue", sqlJobs, edit(sqlJobs, "j.queue = @queue", "j.queue = 'q'")},
+		{"list that ignores the kind filter", sqlJobs, edit(sqlJobs, "(@kind = '' OR j.kind = @kind)", "(@kind = @kind)")},
+		{"list without kinds", sqlJobs, edit(sqlJobs, "j.queue, j.kind, j.payload", "j.queue, j.payload")},
+		{"stats by kind with held jobs as ready", sqlStatsByKind, edit(sqlStatsByKind, "SELECT queue, kind, 0, 0, COUNT_BIG(*), 0", "SELECT queue, kind, COUNT_BIG(*), 0, 0, 0")},
+		{"stats by kind that counts ready jobs not yet due", sqlStatsByKind, edit(sqlStatsByKind, "state = 'ready' AND run_at <= SYSUTCDATETIME() THEN 1", "state = 'ready' THEN 1")},
+		{"stats by kind per queue only", sqlStatsByKind, edit(sqlStatsByKind, "GROUP BY s.queue, s.kind", "GROUP BY s.queue")},
+		{"stats by kind without held jobs", sqlStatsByKind, edit(sqlStatsByKind, "[s1].[pfx_jobs_inflight]", "[s1].[pfx_jobs]")},
 		{"stats without pause", sqlStats, edit(sqlStats, "p.paused = 1", "p.paused = p.paused")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

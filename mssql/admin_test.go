@@ -24,7 +24,11 @@ func fakeListRow(id int64, state string) []driver.Value {
 	if state == "claimed" {
 		token, until = id*10, now.Add(time.Minute)
 	}
-	return []driver.Value{id, "q", []byte("p"), int64(1), now, int64(2), int64(25), state,
+	kind := ""
+	if id%2 == 0 {
+		kind = "email"
+	}
+	return []driver.Value{id, "q", kind, []byte("p"), int64(1), now, int64(2), int64(25), state,
 		token, until, nil, "k", now}
 }
 
@@ -226,19 +230,27 @@ func TestJobsScan(t *testing.T) {
 	if ids := queue.IDs(got); !slices.Equal(ids, []int64{3, 4, 6}) {
 		t.Fatalf("listed %v, want [3 4 6]", ids)
 	}
-	if j := got[2]; j.State != queue.StateClaimed || j.Token != 60 || j.ClaimedUntil.IsZero() || j.DedupeKey != "k" || j.Attempt != 2 {
+	if j := got[2]; j.State != queue.StateClaimed || j.Token != 60 || j.ClaimedUntil.IsZero() || j.DedupeKey != "k" || j.Attempt != 2 ||
+		j.Kind != "email" {
 		t.Errorf("held job %+v", j)
 	}
-	if j := got[0]; j.State != queue.StateDead || j.Token != 0 || !j.ClaimedUntil.IsZero() || j.LastError != "" {
+	if j := got[0]; j.State != queue.StateDead || j.Token != 0 || !j.ClaimedUntil.IsZero() || j.LastError != "" || j.Kind != "" {
 		t.Errorf("dead job %+v", j)
 	}
 	if _, err := q.Jobs(ctx, queue.JobFilter{Queue: "q", State: queue.StateReady, AfterID: 9, Limit: 5}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := q.Jobs(ctx, queue.JobFilter{Kind: "email"}); err != nil {
+		t.Fatal(err)
+	}
 	sent := f.named(sqlJobs)
 	want := []map[string]any{
-		{"limit": int32(queue.DefaultListLimit), "after": int64(0), "queue": mssqldb.VarChar(""), "state": mssqldb.VarChar("")},
-		{"limit": int32(5), "after": int64(9), "queue": mssqldb.VarChar("q"), "state": mssqldb.VarChar("ready")},
+		{"limit": int32(queue.DefaultListLimit), "after": int64(0), "queue": mssqldb.VarChar(""), "state": mssqldb.VarChar(""), "kind": ""},
+		{"limit": int32(5), "after": int64(9), "queue": mssqldb.VarChar("q"), "state": mssqldb.VarChar("ready"), "kind": ""},
+		{"limit": int32(queue.DefaultListLimit), "after": int64(0), "queue": mssqldb.VarChar(""), "state": mssqldb.VarChar(""), "kind": "email"},
+	}
+	if len(sent) != len(want) {
+		t.Fatalf("%d statements sent, want %d", len(sent), len(want))
 	}
 	for i, s := range sent {
 		if fmt.Sprint(s.args) != fmt.Sprint(want[i]) {
@@ -386,7 +398,8 @@ func TestAdminAfterClose(t *testing.T) {
 	_, e4 := d.RetryDead(ctx, "q", nil)
 	e5 := d.SetPaused(ctx, "q", true)
 	_, e6 := d.Paused(ctx)
-	for i, err := range []error{e1, e2, e3, e4, e5, e6} {
+	_, e7 := d.StatsByKind(ctx)
+	for i, err := range []error{e1, e2, e3, e4, e5, e6, e7} {
 		if !errors.Is(err, queue.ErrClosed) {
 			t.Errorf("method %d: %v", i+1, err)
 		}
@@ -410,19 +423,62 @@ func TestAdminNotMigrated(t *testing.T) {
 	if _, _, err := q.EnqueueUnique(ctx, nil, queue.NewJob{Queue: "q", DedupeKey: "k"}); !errors.Is(err, queue.ErrNotMigrated) {
 		t.Errorf("EnqueueUnique: %v", err)
 	}
+	if _, err := q.StatsByKind(ctx); !errors.Is(err, queue.ErrNotMigrated) {
+		t.Errorf("StatsByKind: %v", err)
+	}
 }
 
-// TestInvalidUTF8KeysRefused: a dedupe key that is not valid UTF-8, which
-// NVARCHAR would store altered (each bad byte as U+FFFD), is refused with
-// queue.ErrInvalidJob by Enqueue and EnqueueUnique, in the driver's own
-// transaction or the caller's, before any statement is sent; a valid key
-// outside ASCII is sent as it is.
+// StatsByKind reads each row into its fields and returns them by queue,
+// then kind in Go's byte order, which SQL Server's NVARCHAR order (by
+// UTF-16 code unit) is not for characters outside the BMP.
+func TestStatsByKind(t *testing.T) {
+	ctx := context.Background()
+	q, _, f := newFakeQueue(t, Config{}, func(s sentStmt) fakeAnswer {
+		if s.name == sqlStatsByKind {
+			// As the server orders them: "😀" (a surrogate pair) before "\uff01".
+			return fakeAnswer{rows: [][]driver.Value{
+				{"a", "", int64(1), int64(2), int64(3), int64(4)},
+				{"a", "😀", int64(5), int64(0), int64(0), int64(0)},
+				{"a", "\uff01", int64(0), int64(6), int64(0), int64(0)},
+				{"b", "email", int64(0), int64(0), int64(7), int64(8)},
+			}}
+		}
+		return answerOK(s)
+	})
+	got, err := q.StatsByKind(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []queue.KindStats{
+		{Queue: "a", Kind: "", Ready: 1, Scheduled: 2, Held: 3, Dead: 4},
+		{Queue: "a", Kind: "\uff01", Scheduled: 6},
+		{Queue: "a", Kind: "😀", Ready: 5},
+		{Queue: "b", Kind: "email", Held: 7, Dead: 8},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("StatsByKind = %+v, want %+v", got, want)
+	}
+	if sent := f.named(sqlStatsByKind); len(sent) != 1 || len(sent[0].args) != 0 {
+		t.Errorf("sent %+v, want one statement with no parameters", sent)
+	}
+}
+
+// TestInvalidUTF8KeysRefused: a dedupe key or kind that is not valid
+// UTF-8, which NVARCHAR would store altered (each bad byte as U+FFFD), is
+// refused with queue.ErrInvalidJob by Enqueue and EnqueueUnique, in the
+// driver's own transaction or the caller's, before any statement is sent;
+// a valid key or kind outside ASCII is sent as it is.
 func TestInvalidUTF8KeysRefused(t *testing.T) {
 	ctx := context.Background()
 	q, d, f := newFakeQueue(t, Config{}, answerOK)
 	db := d.db
-	for _, key := range []string{"k\xff", "\xc3\x28", "ok-then-\xed\xa0\x80"} {
-		bad := queue.NewJob{Queue: "q", Payload: []byte("x"), DedupeKey: key}
+	var jobs []queue.NewJob
+	for _, s := range []string{"k\xff", "\xc3\x28", "ok-then-\xed\xa0\x80"} {
+		jobs = append(jobs, queue.NewJob{Queue: "q", Payload: []byte("x"), DedupeKey: s},
+			queue.NewJob{Queue: "q", Payload: []byte("x"), DedupeKey: "k", Kind: s})
+	}
+	for _, bad := range jobs {
+		key := bad.DedupeKey + " kind " + bad.Kind
 		if _, err := q.Enqueue(ctx, queue.NewJob{Queue: "q"}, bad); !errors.Is(err, queue.ErrInvalidJob) {
 			t.Errorf("Enqueue with key %q: %v, want ErrInvalidJob", key, err)
 		}
@@ -446,11 +502,11 @@ func TestInvalidUTF8KeysRefused(t *testing.T) {
 	if sent := f.statements(); len(sent) != 0 {
 		t.Fatalf("sent %d statements for refused keys, first %q", len(sent), sent[0].query)
 	}
-	if _, err := q.Enqueue(ctx, queue.NewJob{Queue: "q", DedupeKey: "ключ-☃"}); err != nil {
+	if _, err := q.Enqueue(ctx, queue.NewJob{Queue: "q", DedupeKey: "ключ-☃", Kind: "письмо"}); err != nil {
 		t.Fatalf("Enqueue with a valid UTF-8 key: %v", err)
 	}
 	sent := f.named(sqlEnqueue)
-	if len(sent) != 1 || sent[0].args["dk0"] != (sql.NullString{String: "ключ-☃", Valid: true}) {
-		t.Fatalf("enqueue sent %+v; want one statement with the key as given", sent)
+	if len(sent) != 1 || sent[0].args["dk0"] != (sql.NullString{String: "ключ-☃", Valid: true}) || sent[0].args["kn0"] != "письмо" {
+		t.Fatalf("enqueue sent %+v; want one statement with the key and kind as given", sent)
 	}
 }

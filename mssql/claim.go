@@ -110,7 +110,7 @@ func (c *Claimer) scanClaim(ctx context.Context, stmt string, token int64, args 
 	for rows.Next() {
 		j := &queue.Job{State: queue.StateClaimed, Token: token}
 		var lastErr, key sql.NullString
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt,
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &j.Priority, &j.RunAt,
 			&j.Attempt, &j.MaxAttempts, &lastErr, &key, &j.CreatedAt, &j.ClaimedUntil); err != nil {
 			return nil, err
 		}

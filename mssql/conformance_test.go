@@ -86,6 +86,7 @@ func dropSchema(t *testing.T, db *sql.DB, n dialect.Names) {
 		"DROP TABLE IF EXISTS " + q("jobs_inflight"),
 		"DROP TABLE IF EXISTS " + q("jobs"),
 		"DROP TABLE IF EXISTS " + q("queues"),
+		"DROP TABLE IF EXISTS " + q("schedules"),
 		"DROP TABLE IF EXISTS " + q("schema_version"),
 		"DROP SEQUENCE IF EXISTS " + q("jobs_id_seq"),
 		"DROP SCHEMA IF EXISTS " + dialect.Quote(dialect.MSSQL, n.Schema),
@@ -121,6 +122,16 @@ func harness(t *testing.T, db *sql.DB, base Config) integration.Harness {
 		Kill: func(t *testing.T, c queue.Claimer) { c.(*Claimer).kill() },
 		InsertRaw: func(t *testing.T, q *queue.Queue, cols map[string]any) {
 			insertRaw(t, db, q, cols)
+		},
+		// The application's own transaction on the pool q uses, which
+		// EnqueueTx joins inside a savepoint.
+		Tx: func(t *testing.T, q *queue.Queue) (any, func() error) {
+			tx, err := db.BeginTx(liveCtx(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = tx.Rollback() }) // after Commit: nothing to do
+			return tx, tx.Commit
 		},
 	}
 }

@@ -122,7 +122,7 @@
 //
 // Enqueue inserts a batch in one transaction — the caller's *sql.Tx
 // (inside a savepoint, so a duplicate key leaves the caller's transaction
-// usable) or its own — 250 jobs per INSERT, and returns the ids in input
+// usable) or its own — 200 jobs per INSERT, and returns the ids in input
 // order: they are drawn from the sequence in input order.
 //
 // # Admin, pause and snooze
@@ -142,9 +142,12 @@
 //     ends. In its own, a deadlock victim runs again.
 //   - Jobs (sql/jobs.sql) reads jobs (ready, scheduled, dead) and
 //     jobs_inflight (claimed, with token and lease) as one UNION ALL in id
-//     order. Its filters are bind parameters, planned per call with OPTION
-//     (RECOMPILE). A job that moves between the tables during the read may
-//     be listed in either state, never twice.
+//     order. Its filters (queue, state, kind) are bind parameters, planned
+//     per call with OPTION (RECOMPILE). A job that moves between the tables
+//     during the read may be listed in either state, never twice.
+//   - StatsByKind (sql/stats_by_kind.sql) counts as Stats does, per queue
+//     and kind: one row per pair that holds a job, so as many rows as
+//     kinds in use.
 //   - Cancel (sql/cancel.sql) deletes, by id, rows of jobs only — held jobs
 //     are in jobs_inflight — and their dedupe keys, in one XACT_ABORT
 //     transaction.

@@ -1,6 +1,7 @@
 package mssql
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -11,17 +12,17 @@ import (
 	mssqldb "github.com/microsoft/go-mssqldb"
 )
 
-// enqueueChunk is the most jobs one INSERT carries: 8 parameters each, under
+// enqueueChunk is the most jobs one INSERT carries: 9 parameters each, under
 // SQL Server's 2,100 per request.
-const enqueueChunk = 250
+const enqueueChunk = 200
 
 // Enqueue inserts jobs in one transaction — the caller's *sql.Tx, inside a
 // savepoint so a failure leaves the caller's transaction usable, or its own
-// — and returns their ids in order. A dedupe key that is not valid UTF-8
-// gives queue.ErrInvalidJob before anything is sent (see checkKey).
+// — and returns their ids in order. A dedupe key or kind that is not valid
+// UTF-8 gives queue.ErrInvalidJob before anything is sent (see checkKey).
 func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]int64, error) {
 	for i, j := range jobs {
-		if err := checkKey(j.DedupeKey); err != nil {
+		if err := cmp.Or(checkKey(j.DedupeKey), checkKind(j.Kind)); err != nil {
 			return nil, fmt.Errorf("job %d: %w", i, err)
 		}
 	}
@@ -54,6 +55,16 @@ func (d *Driver) Enqueue(ctx context.Context, tx any, jobs []queue.NewJob) ([]in
 	return nil, fmt.Errorf("%w: %T (the mssql dialect takes a *sql.Tx)", queue.ErrUnsupportedTx, tx)
 }
 
+// checkKind refuses a kind that is not valid UTF-8, for the reason
+// checkKey gives: the kind column is NVARCHAR too. queue.ValidateKind
+// checks the rest.
+func checkKind(kind string) error {
+	if !utf8.ValidString(kind) {
+		return fmt.Errorf("%w: Kind %q is not valid UTF-8, which SQL Server's NVARCHAR would store altered", queue.ErrInvalidJob, kind)
+	}
+	return nil
+}
+
 // checkKey refuses a dedupe key that is not valid UTF-8. The key column is
 // NVARCHAR: the driver sends a Go string as UTF-16, replacing each invalid
 // byte with U+FFFD, so such a key would be stored altered — and two keys
@@ -74,13 +85,13 @@ func (d *Driver) enqueue(ctx context.Context, tx *sql.Tx, jobs []queue.NewJob) (
 		if err != nil {
 			return nil, err
 		}
-		args := make([]any, 0, 8*len(chunk))
+		args := make([]any, 0, 9*len(chunk))
 		for i, j := range chunk {
 			runAt := sql.NullTime{Time: j.RunAt.UTC(), Valid: !j.RunAt.IsZero()}
 			s, ms := splitDuration(j.Delay)
 			key := sql.NullString{String: j.DedupeKey, Valid: j.DedupeKey != ""}
 			args = append(args,
-				named("q", i, mssqldb.VarChar(j.Queue)), named("p", i, j.Payload), named("pr", i, j.Priority),
+				named("q", i, mssqldb.VarChar(j.Queue)), named("kn", i, j.Kind), named("p", i, j.Payload), named("pr", i, j.Priority),
 				named("ra", i, runAt), named("ds", i, s), named("dm", i, ms),
 				named("ma", i, int32(j.MaxAttempts)), named("dk", i, key))
 		}

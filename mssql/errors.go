@@ -15,6 +15,7 @@ import (
 
 // SQL Server error numbers the dialect acts on.
 const (
+	errInvalidColumn = 207  // Invalid column name: the tables predate a version (00005's kind)
 	errInvalidObject = 208  // Invalid object name: the tables are not there
 	errDeadlock      = 1205 // chosen as deadlock victim
 	errLockTimeout   = 1222 // lock request time out: NOWAIT met a locked row
@@ -55,7 +56,7 @@ func hasNumber(err error, nums ...int32) bool {
 func isConflict(err error) bool { return hasNumber(err, errLockTimeout, errDeadlock) }
 
 // classify turns a driver error from operation op into the dialect's
-// error: queue.ErrNotMigrated for a missing table, a
+// error: queue.ErrNotMigrated for a missing table or column, a
 // *dialect.RetryableError for a lock conflict or deadlock,
 // queue.ErrDuplicate for a duplicate key in the dedupe table named dedupe,
 // and a plain "dbq: op: ..." otherwise. The driver's error stays wrapped.
@@ -64,7 +65,7 @@ func classify(op, dedupe string, err error) error {
 		return nil
 	}
 	switch {
-	case hasNumber(err, errInvalidObject):
+	case hasNumber(err, errInvalidObject, errInvalidColumn):
 		return fmt.Errorf("%w (%s: %w)", queue.ErrNotMigrated, op, err)
 	case isConflict(err):
 		return &dialect.RetryableError{Err: fmt.Errorf("%s: %w", op, err)}

@@ -28,6 +28,7 @@ func serverErr(nums ...int32) mssqldb.Error {
 }
 
 var messages = map[int32]string{
+	207:  "Invalid column name 'kind'.",
 	208:  "Invalid object name 's1.pfx_jobs'.",
 	547:  "The INSERT statement conflicted with the CHECK constraint.",
 	1205: "Transaction (Process ID 57) was deadlocked on lock resources with another process and has been chosen as the deadlock victim. Rerun the transaction.",
@@ -55,6 +56,7 @@ func TestClassify(t *testing.T) {
 		{"wrapped 1222", fmt.Errorf("claim: %w", serverErr(1222, 3621)), true, nil, 3621},
 		{"twice wrapped 1205", fmt.Errorf("a: %w", fmt.Errorf("b: %w", serverErr(1205))), true, nil, 1205},
 		{"208 not migrated", serverErr(208), false, queue.ErrNotMigrated, 208},
+		{"207 migrated to an older version", serverErr(207), false, queue.ErrNotMigrated, 207},
 		{"208 wrapped, not last", fmt.Errorf("x: %w", serverErr(208, 3621)), false, queue.ErrNotMigrated, 3621},
 		{"2627 on the dedupe table", dupErr(), false, queue.ErrDuplicate, 3621},
 		{"2601 on the dedupe table", mssqldb.Error{Number: 2601, Message: "Cannot insert duplicate key row in object 's1.pfx_jobs_dedupe'"}, false, queue.ErrDuplicate, 2601},

@@ -21,12 +21,12 @@ const maxParams = 2100
 
 // The most rows of one statement, each chunk's parameters under maxParams:
 // the export filter's 6 besides its queues, 1 per id of a delete, 2 per
-// key of a look-up, 10 per job of an insert.
+// key of a look-up, 11 per job of an insert.
 const (
 	moveFilterQueues = 2000
 	moveDeleteChunk  = 2000
 	moveKeyChunk     = 1000
-	moveInsertChunk  = 200
+	moveInsertChunk  = 180
 )
 
 // moveInsertBytes bounds the payload and error bytes of one insert
@@ -164,7 +164,7 @@ func scanMoved(rows *sql.Rows) ([]*queue.Job, error) {
 			state        string
 			lastErr, key sql.NullString
 		)
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &j.Attempt, &j.MaxAttempts,
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &j.Priority, &j.RunAt, &j.Attempt, &j.MaxAttempts,
 			&state, &lastErr, &key, &j.CreatedAt); err != nil {
 			return nil, err
 		}
@@ -252,9 +252,9 @@ type moveKey struct{ queue, key string }
 // missing are inserted with their keys in chunks under the parameter
 // limit, and every job is read back by key. A job whose key appears twice
 // in jobs is stored once. A last_error is made valid text and cut to
-// queue.MaxErrorBytes, as Retry cuts it; a queue name that is not valid,
-// or a dedupe key over 200 UTF-16 code units, fails with an error and
-// stores nothing.
+// queue.MaxErrorBytes, as Retry cuts it; a queue name or kind that is not
+// valid, or a dedupe key over 200 UTF-16 code units, fails with an error
+// and stores nothing.
 func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Imported, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
@@ -325,6 +325,14 @@ func importable(j *queue.Job) error {
 	}
 	if err := dialect.ValidateQueue(j.Queue); err != nil {
 		return fmt.Errorf("import of job %d: %w", j.ID, err)
+	}
+	if j.Kind != "" {
+		if err := queue.ValidateKind(j.Kind); err != nil {
+			return fmt.Errorf("import of job %d: %w", j.ID, err)
+		}
+		if err := checkKind(j.Kind); err != nil {
+			return fmt.Errorf("import of job %d: %w", j.ID, err)
+		}
 	}
 	if n := len(utf16.Encode([]rune(j.DedupeKey))); n > moveKeyUnits {
 		return fmt.Errorf("%w: import of job %d: dedupe key of %d UTF-16 code units (at most %d)", queue.ErrInvalidJob, j.ID, n, moveKeyUnits)
@@ -443,7 +451,7 @@ func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job)
 
 // insertArgs are the parameters of insert.sql's rows for jobs.
 func insertArgs(jobs []*queue.Job) []any {
-	args := make([]any, 0, 10*len(jobs))
+	args := make([]any, 0, 11*len(jobs))
 	for i, j := range jobs {
 		payload := j.Payload
 		if payload == nil {
@@ -458,7 +466,7 @@ func insertArgs(jobs []*queue.Job) []any {
 			lastErr = sql.NullString{String: truncateUTF8(movekit.ValidText(j.LastError), queue.MaxErrorBytes), Valid: true}
 		}
 		args = append(args,
-			named("q", i, mssqldb.VarChar(j.Queue)), named("p", i, payload), named("pr", i, j.Priority),
+			named("q", i, mssqldb.VarChar(j.Queue)), named("kn", i, j.Kind), named("p", i, payload), named("pr", i, j.Priority),
 			named("ra", i, j.RunAt.UTC()), named("a", i, int32(j.Attempt)), named("ma", i, int32(j.MaxAttempts)),
 			named("s", i, mssqldb.VarChar(string(j.State))), named("e", i, lastErr), named("k", i, j.DedupeKey),
 			named("c", i, created.UTC()))

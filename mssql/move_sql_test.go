@@ -27,7 +27,7 @@ var moveFilterWhere = []string{
 }
 
 // movedColumns are the columns scanMoved reads, in order.
-var movedColumns = []string{"j.id", "j.queue", "j.payload", "j.priority", "j.run_at", "j.attempt", "j.max_attempts",
+var movedColumns = []string{"j.id", "j.queue", "j.kind", "j.payload", "j.priority", "j.run_at", "j.attempt", "j.max_attempts",
 	"j.state", "j.last_error", "j.dedupe_key", "j.created_at"}
 
 // keyJoin checks the join of a key look-up: jobs_dedupe AS d WITH (hints)
@@ -165,7 +165,7 @@ var moveSpecs = map[string]func(c *checker, stmts []ast.Statement){
 		if v := find[*ast.InlineDerivedTable](sel); len(v) != 1 || v[0].Alias == nil || v[0].Alias.Value != "v" {
 			c.errorf("want FROM (VALUES ...) AS v")
 		} else {
-			c.eq("VALUES columns", identNames(v[0].Columns), []string{"ord", "queue", "payload", "priority", "run_at",
+			c.eq("VALUES columns", identNames(v[0].Columns), []string{"ord", "queue", "kind", "payload", "priority", "run_at",
 				"attempt", "max_attempts", "state", "last_error", "dedupe_key", "created_at"})
 		}
 		keys, _ := dmlOf(stmts[3])
@@ -259,7 +259,9 @@ func TestCheckerRejectsMove(t *testing.T) {
 		{"look-up without HOLDLOCK", sqlMoveExisting, "UPDLOCK, HOLDLOCK, ROWLOCK", "UPDLOCK, ROWLOCK"},
 		{"import that resets attempts", sqlMoveInsert, "v.attempt, v.max_attempts", "0, v.max_attempts"},
 		{"import with a spliced state", sqlMoveInsert, "v.state, v.last_error", "'ready', v.last_error"},
-		{"read back without held jobs", sqlMoveStored, "    UNION ALL\n    SELECT id, queue, payload, priority, run_at, attempt, max_attempts, 'claimed', last_error, dedupe_key, created_at\n    FROM [s1].[pfx_jobs_inflight]\n", "\n"},
+		{"read back without held jobs", sqlMoveStored, "    UNION ALL\n    SELECT id, queue, kind, payload, priority, run_at, attempt, max_attempts, 'claimed', last_error, dedupe_key, created_at\n    FROM [s1].[pfx_jobs_inflight]\n", "\n"},
+		{"export that loses kinds", sqlMoveExport, "j.queue, j.kind, j.payload", "j.queue, j.payload"},
+		{"import that drops kinds", sqlMoveInsert, "v.queue, v.kind, v.payload", "v.queue, N'', v.payload"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := exampleRows(stmts, tc.stmt, 2)
@@ -289,7 +291,7 @@ type moveFake struct {
 
 func (m *moveFake) jobRow(id int64, q, key string) []driver.Value {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	return []driver.Value{id, q, []byte(fmt.Sprint("job ", id)), int64(1), now, int64(2), int64(25), "ready", "boom", key, now}
+	return []driver.Value{id, q, "kind_" + q, []byte(fmt.Sprint("job ", id)), int64(1), now, int64(2), int64(25), "ready", "boom", key, now}
 }
 
 func (m *moveFake) answer(s sentStmt) fakeAnswer {
@@ -370,7 +372,8 @@ func TestMoveStatementsSentAreChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := b.Jobs(); len(got) != 3 || got[0].ID != 11 || b.Cursor() != 13 || got[0].LastError != "boom" || got[0].Attempt != 2 {
+	if got := b.Jobs(); len(got) != 3 || got[0].ID != 11 || b.Cursor() != 13 || got[0].LastError != "boom" || got[0].Attempt != 2 ||
+		got[0].Kind != "kind_q" {
 		t.Fatalf("Export: %d jobs, cursor %d", len(got), b.Cursor())
 	}
 	if err := b.Commit(ctx, []int64{11, 99}); !errors.Is(err, queue.ErrInvalidJob) {
@@ -393,7 +396,7 @@ func TestMoveStatementsSentAreChecked(t *testing.T) {
 	// More jobs than one insert and one key look-up take.
 	jobs := []*queue.Job{{ID: 1, Queue: "q", DedupeKey: "old-1", State: queue.StateReady}}
 	for i := range moveKeyChunk + 5 {
-		jobs = append(jobs, &queue.Job{ID: int64(i + 2), Queue: "q", DedupeKey: fmt.Sprint("k", i), State: queue.StateDead,
+		jobs = append(jobs, &queue.Job{ID: int64(i + 2), Queue: "q", Kind: fmt.Sprint("kind_", i%3), DedupeKey: fmt.Sprint("k", i), State: queue.StateDead,
 			Payload: []byte("p"), Attempt: 3, MaxAttempts: 5, LastError: "e\x00rr", RunAt: time.Now()})
 	}
 	jobs = append(jobs, &queue.Job{ID: 9999, Queue: "q", DedupeKey: "k0", State: queue.StateReady}) // the same key again
@@ -410,6 +413,9 @@ func TestMoveStatementsSentAreChecked(t *testing.T) {
 		{Queue: "q", DedupeKey: "k", State: queue.StateClaimed},
 		{Queue: "bad queue", DedupeKey: "k", State: queue.StateReady},
 		{Queue: "q", DedupeKey: strings.Repeat("😀", 101), State: queue.StateReady},
+		{Queue: "q", DedupeKey: "k", Kind: strings.Repeat("k", queue.MaxKindLen+1), State: queue.StateReady},
+		{Queue: "q", DedupeKey: "k", Kind: "bad\nkind", State: queue.StateReady},
+		{Queue: "q", DedupeKey: "k", Kind: "bad\xffkind", State: queue.StateReady},
 	} {
 		if _, err := d.Import(ctx, []*queue.Job{bad}); err == nil {
 			t.Errorf("Import of %+v accepted", bad)
@@ -420,6 +426,7 @@ func TestMoveStatementsSentAreChecked(t *testing.T) {
 	}
 
 	seen := map[string]int{}
+	kindsSent := map[any]int{} // the kinds the inserts stored
 	for _, s := range f.statements() {
 		name := identify(m.stmts, s.query)
 		if name == "" {
@@ -427,6 +434,13 @@ func TestMoveStatementsSentAreChecked(t *testing.T) {
 			continue
 		}
 		seen[name]++
+		for i := 0; name == sqlMoveInsert; i++ {
+			k, ok := s.args[fmt.Sprint("kn", i)]
+			if !ok {
+				break
+			}
+			kindsSent[k]++
+		}
 		if err := checkMoveSQL(name, s.query, s.args); err != nil {
 			t.Errorf("%v\n%s", err, s.query)
 		}
@@ -444,6 +458,9 @@ func TestMoveStatementsSentAreChecked(t *testing.T) {
 	}
 	if seen[sqlMoveInsert] < 6 || seen[sqlMoveExisting] < 3 {
 		t.Errorf("an import of %d jobs sent %d inserts and %d look-ups", len(jobs), seen[sqlMoveInsert], seen[sqlMoveExisting])
+	}
+	if kindsSent["kind_0"] == 0 || kindsSent["kind_2"] == 0 || kindsSent[""] == 0 {
+		t.Errorf("the inserts stored kinds %v; want each job's own, none lost", kindsSent)
 	}
 	t.Logf("checked: %v", seen)
 }

@@ -162,9 +162,12 @@ func scheduleStatementsSent(t *testing.T) []sentStmt {
 	if err := q.UpsertSchedule(ctx, queue.ScheduleDef{Name: "s", Spec: "@hourly", TimeZone: "UTC", Queue: "q", NextTick: tick}); err != nil {
 		t.Fatal(err)
 	}
-	adv := queue.Tick{Schedule: "s", At: tick, Next: tick.Add(time.Hour), Job: queue.NewJob{Queue: "q", RunAt: tick, DedupeKey: "k"}}
+	adv := queue.Tick{Schedule: "s", At: tick, Next: tick.Add(time.Hour), Job: queue.NewJob{Queue: "q", Kind: "report", RunAt: tick, DedupeKey: "k"}}
 	if r, err := q.AdvanceSchedule(ctx, adv); err != nil || !r.Advanced || r.JobID != 42 {
 		t.Fatalf("advance: %+v, %v", r, err)
+	}
+	if sent := f.named(sqlEnqueueUnique); len(sent) != 1 || sent[0].args["kind"] != "report" {
+		t.Errorf("the tick's job was enqueued with %d statements, kind %v; want its kind", len(sent), sent)
 	}
 	paused = true
 	if r, err := q.AdvanceSchedule(ctx, adv); err != nil || !r.Advanced || !r.Paused || r.JobID != 0 {

@@ -21,6 +21,7 @@ const (
 	sqlRescue       = "rescue"
 	sqlAbandon      = "abandon"
 	sqlStats        = "stats"
+	sqlStatsByKind  = "stats_by_kind"
 
 	sqlEnqueueUnique = "enqueue_unique"
 	sqlJobs          = "jobs"

@@ -141,6 +141,17 @@ func TestCheckerRejects(t *testing.T) {
 		{"rescue of every lease", sqlRescue, edit(sqlRescue, "WHERE claimed_until < SYSUTCDATETIME()", "")},
 		{"VALUES row too short", sqlExtend, edit(sqlExtend, "(@i1, @t1)", "(@i1)")},
 		{"enqueue ids not in input order", sqlEnqueue, edit(sqlEnqueue, "OVER (ORDER BY v.ord)", "OVER (ORDER BY v.queue)")},
+		{"enqueue that drops kinds", sqlEnqueue, edit(sqlEnqueue, "v.queue, v.kind, v.payload", "v.queue, N'', v.payload")},
+		{"enqueue that names no kind", sqlEnqueue, strings.NewReplacer("(id, queue, kind, payload", "(id, queue, payload",
+			"v.queue, v.kind, v.payload", "v.queue, v.payload").Replace(base(sqlEnqueue))},
+		// Every move between jobs and jobs_inflight carries kind.
+		{"claim that leaves kind behind", sqlClaim, edit(sqlClaim, "(id, queue, kind, payload", "(id, queue, payload")},
+		{"claim that returns no kind", sqlClaim, strings.Replace(base(sqlClaim), "deleted.queue, deleted.kind,", "deleted.queue,", 2)},
+		{"UpdLock claim whose CTE has no kind", sqlClaimUpdLock, edit(sqlClaimUpdLock, "id, queue, kind, payload", "id, queue, payload")},
+		{"release that loses kind", sqlRelease, edit(sqlRelease, "deleted.queue, deleted.kind,", "deleted.queue, N'',")},
+		{"retry that loses kind", sqlRetry, edit(sqlRetry, "(id, queue, kind, payload", "(id, queue, payload")},
+		{"rescue that loses kind", sqlRescue, edit(sqlRescue, "deleted.queue, deleted.kind,", "deleted.queue, deleted.queue,")},
+		{"abandon that loses kind", sqlAbandon, edit(sqlAbandon, "(id, queue, kind, payload", "(id, queue, payload")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := parseBatch(tc.text); err != nil {
@@ -175,7 +186,7 @@ func TestCheckerRejects(t *testing.T) {
 // fakeJobRow is one row of a claim's OUTPUT, in claimOutput order.
 func fakeJobRow(id int64) []driver.Value {
 	now := time.Now().UTC()
-	return []driver.Value{id, "q", []byte(fmt.Sprint("job ", id)), int64(id % 3), now.Add(-time.Duration(id) * time.Second),
+	return []driver.Value{id, "q", fmt.Sprint("kind_", id%2), []byte(fmt.Sprint("job ", id)), int64(id % 3), now.Add(-time.Duration(id) * time.Second),
 		int64(0), int64(25), nil, nil, now, now.Add(time.Minute)}
 }
 
@@ -230,6 +241,8 @@ func answerOK(s sentStmt) fakeAnswer {
 		return fakeAnswer{rows: [][]driver.Value{{int64(0), int64(0)}}}
 	case sqlStats:
 		return fakeAnswer{rows: [][]driver.Value{{"q", int64(1), int64(2), int64(3), int64(4), int64(1_500_000), true}}}
+	case sqlStatsByKind:
+		return fakeAnswer{rows: [][]driver.Value{{"q", "", int64(1), int64(0), int64(0), int64(0)}, {"q", "email", int64(0), int64(2), int64(3), int64(4)}}}
 	}
 	return fakeAnswer{}
 }
@@ -256,9 +269,13 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 	jobs[3].DedupeKey = "k"
 	jobs[4].RunAt = time.Now().Add(time.Hour)
 	jobs[5].Delay = 1500 * time.Millisecond
+	jobs[6].Kind = "email"
 	ids, err := q.Enqueue(ctx, jobs...)
 	if err != nil || len(ids) != len(jobs) {
 		t.Fatalf("Enqueue: %d ids, %v", len(ids), err)
+	}
+	if first := f.named(sqlEnqueue)[0].args; first["kn6"] != "email" || first["kn5"] != "" {
+		t.Errorf("enqueue sent kinds %q and %q, want the jobs' own", first["kn6"], first["kn5"])
 	}
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -279,6 +296,11 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 	if err != nil || len(held) != 3 {
 		t.Fatalf("Claim: %d jobs, %v", len(held), err)
 	}
+	for _, j := range held {
+		if want := fmt.Sprint("kind_", j.ID%2); j.Kind != want {
+			t.Errorf("claimed job %d has kind %q, want %q", j.ID, j.Kind, want)
+		}
+	}
 	ls := []queue.Lease{held[0].Lease(), held[1].Lease()}
 	for name, err := range map[string]error{
 		"Extend":   c.Extend(ctx, ls),
@@ -293,6 +315,9 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 	}
 	if _, err := q.Stats(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if got, err := q.StatsByKind(ctx); err != nil || len(got) != 2 || got[1].Kind != "email" || got[1].Dead != 4 {
+		t.Fatalf("StatsByKind = %+v, %v", got, err)
 	}
 	if _, err := d.Rescue(ctx); err != nil {
 		t.Fatal(err)
@@ -362,6 +387,9 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 		if err := checkSQL(s.name, s.query, s.args); err != nil {
 			t.Errorf("%v\n%s", err, s.query)
 		}
+		if len(s.args) >= maxParams {
+			t.Errorf("%s sent with %d parameters; SQL Server takes fewer than %d", s.name, len(s.args), maxParams)
+		}
 	}
 	for _, name := range d.sql.names() {
 		if seen[name] == 0 {
@@ -397,21 +425,31 @@ func TestClaimAndLeaseStatementsAreAutocommit(t *testing.T) {
 	}
 }
 
-// The migration creates what the statements and the package doc rely on.
-func TestMigrationShape(t *testing.T) {
+// migrationVersion parses the up and down statements of one migration
+// file, rendered with testNames.
+func migrationVersion(t *testing.T, file string) (up, down []ast.Statement) {
+	t.Helper()
 	fsys, err := migrations.FS(dialect.MSSQL, testNames)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := fs.ReadFile(fsys, "00001_jobs.sql")
+	b, err := fs.ReadFile(fsys, file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, down, _ := strings.Cut(string(b), "-- +goose Down")
-	stmts, err := parseBatch(up)
-	if err != nil {
-		t.Fatal(err)
+	u, d, _ := strings.Cut(string(b), "-- +goose Down")
+	if up, err = parseBatch(u); err != nil {
+		t.Fatalf("%s up: %v", file, err)
 	}
+	if down, err = parseBatch(d); err != nil {
+		t.Fatalf("%s down: %v", file, err)
+	}
+	return up, down
+}
+
+// The migration creates what the statements and the package doc rely on.
+func TestMigrationShape(t *testing.T) {
+	stmts, dropped := migrationVersion(t, "00001_jobs.sql")
 	cols, err := columns()
 	if err != nil {
 		t.Fatal(err)
@@ -493,10 +531,6 @@ func TestMigrationShape(t *testing.T) {
 	if len(seq) != 1 || seq[0].Name.BaseIdentifier.Value != testNames.Prefix+"jobs_id_seq" {
 		t.Error("no jobs_id_seq sequence")
 	}
-	dropped, err := parseBatch(down)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if got := kinds(dropped); !slices.Equal(got, []string{"DropTableStatement", "DropTableStatement", "DropTableStatement", "DropSequenceStatement"}) {
 		t.Errorf("down: %v", got)
 	}
@@ -507,5 +541,67 @@ func TestMigrationShape(t *testing.T) {
 	sort.Strings(tables)
 	if !slices.Equal(tables, []string{"jobs", "jobs_dedupe", "jobs_inflight", "queues", "schedules"}) {
 		t.Errorf("tables %v", tables)
+	}
+}
+
+// Version 5 adds kind to both tables that hold a job's columns, so that no
+// move between them loses it: NOT NULL, empty by default (a producer's
+// INSERT that names no kind still works), wide enough for any kind of 100
+// UTF-8 bytes, compared as a binary string. Down drops what Up added.
+func TestKindMigration(t *testing.T) {
+	stmts, dropped := migrationVersion(t, "00005_kind.sql")
+	added := map[string]bool{}
+	for _, s := range stmts {
+		a, ok := s.(*ast.AlterTableAddTableElementStatement)
+		if !ok {
+			t.Errorf("up: a %T, want only ALTER TABLE ... ADD", s)
+			continue
+		}
+		table := strings.TrimPrefix(a.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix)
+		cols := a.Definition.ColumnDefinitions
+		if len(cols) != 1 || cols[0].ColumnIdentifier.Value != "kind" {
+			t.Errorf("%s: adds %d columns, want kind alone", table, len(cols))
+			continue
+		}
+		c := cols[0]
+		added[table] = true
+		if got := typeName(c.DataType); got != "NVARCHAR(100)" {
+			t.Errorf("%s.kind is %s, want NVARCHAR(100)", table, got)
+		}
+		if c.Collation == nil || !strings.HasSuffix(c.Collation.Value, "_BIN2") {
+			t.Errorf("%s.kind compares ignoring case", table)
+		}
+		notNull := c.Nullable != nil && !c.Nullable.Nullable
+		for _, n := range find[*ast.NullableConstraintDefinition](c.Constraints) {
+			notNull = notNull || !n.Nullable
+		}
+		if !notNull {
+			t.Errorf("%s.kind may be NULL", table)
+		}
+		if c.DefaultConstraint == nil || sqlOf(c.DefaultConstraint.Expression) != "''" {
+			t.Errorf("%s.kind has no default ''", table)
+		} else if id := c.DefaultConstraint.ConstraintIdentifier; id == nil || id.Value != testNames.Prefix+table+"_kind_default" {
+			t.Errorf("%s.kind: default constraint unnamed or misnamed; down could not drop it", table)
+		}
+	}
+	if !maps.Equal(added, map[string]bool{"jobs": true, "jobs_inflight": true}) {
+		t.Errorf("kind added to %v, want jobs and jobs_inflight", slices.Sorted(maps.Keys(added)))
+	}
+	var got []string
+	for _, s := range dropped {
+		d, ok := s.(*ast.AlterTableDropTableElementStatement)
+		if !ok {
+			t.Errorf("down: a %T", s)
+			continue
+		}
+		for _, e := range d.AlterTableDropTableElements {
+			got = append(got, strings.TrimPrefix(d.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix)+" "+
+				e.TableElementType+" "+strings.TrimPrefix(e.Name.Value, testNames.Prefix))
+		}
+	}
+	want := []string{"jobs_inflight Constraint jobs_inflight_kind_default", "jobs_inflight Column kind",
+		"jobs Constraint jobs_kind_default", "jobs Column kind"}
+	if !slices.Equal(got, want) {
+		t.Errorf("down: %q, want %q", got, want)
 	}
 }

@@ -97,6 +97,9 @@ func sqlOf(n any) string {
 	}
 	switch n := n.(type) {
 	case *ast.ColumnReferenceExpression:
+		if n.MultiPartIdentifier == nil {
+			return "*" // COUNT_BIG(*)
+		}
 		var parts []string
 		for _, id := range n.MultiPartIdentifier.Identifiers {
 			parts = append(parts, id.Value)
@@ -164,6 +167,8 @@ func sqlOf(n any) string {
 	case *ast.AssignmentSetClause:
 		return sqlOf(n.Column) + " = " + sqlOf(n.NewValue)
 	case *ast.ExpressionWithSortOrder:
+		return sqlOf(n.Expression)
+	case *ast.ExpressionGroupingSpecification:
 		return sqlOf(n.Expression)
 	}
 	return fmt.Sprintf("<%T>", n)
@@ -427,7 +432,8 @@ func (c *checker) applock(what string, s ast.Statement, ret string, args map[str
 	c.eq(what+" arguments", got, args)
 }
 
-// columns are the columns of each table of the migration, in order.
+// columns are the columns of each table once every version of the
+// migration is applied, in the order they were created or added.
 var columns = sync.OnceValues(func() (map[string][]string, error) {
 	fsys, err := migrations.FS(dialect.MSSQL, testNames)
 	if err != nil {
@@ -450,11 +456,22 @@ var columns = sync.OnceValues(func() (map[string][]string, error) {
 		if err != nil {
 			return err
 		}
-		for _, ct := range find[*ast.CreateTableStatement](stmts) {
-			name := strings.TrimPrefix(ct.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix)
-			out[name] = nil
-			for _, col := range ct.Definition.ColumnDefinitions {
-				out[name] = append(out[name], col.ColumnIdentifier.Value)
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case *ast.CreateTableStatement:
+				name := strings.TrimPrefix(s.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix)
+				out[name] = nil
+				for _, col := range s.Definition.ColumnDefinitions {
+					out[name] = append(out[name], col.ColumnIdentifier.Value)
+				}
+			case *ast.AlterTableAddTableElementStatement:
+				name := strings.TrimPrefix(s.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix)
+				if _, ok := out[name]; !ok {
+					return fmt.Errorf("%s: adds to %s, which no earlier version creates", p, name)
+				}
+				for _, col := range s.Definition.ColumnDefinitions {
+					out[name] = append(out[name], col.ColumnIdentifier.Value)
+				}
 			}
 		}
 		return nil
@@ -538,7 +555,7 @@ func (c *checker) leaseJoin(what string, d dml, cols ...string) {
 const leaseExpr = "DATEADD(millisecond, @lease_ms, DATEADD(second, @lease_s, SYSUTCDATETIME()))"
 
 // claimOutput is what a claim returns, in the order scanClaim reads it.
-var claimOutput = []string{"deleted.id", "deleted.queue", "deleted.payload", "deleted.priority", "deleted.run_at",
+var claimOutput = []string{"deleted.id", "deleted.queue", "deleted.kind", "deleted.payload", "deleted.priority", "deleted.run_at",
 	"deleted.attempt", "deleted.max_attempts", "deleted.last_error", "deleted.dedupe_key", "deleted.created_at", leaseExpr}
 
 // notPaused is the claim's check that its queue is not paused: one probe
@@ -643,6 +660,12 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 			return
 		}
 		c.top("CTE", q.TopRowFilter, "@n")
+		// OUTPUT reads deleted.* of the CTE: it must carry every column
+		// the move writes (all of jobs but state, which jobs_inflight lacks).
+		if cols, err := columns(); err == nil {
+			want := slices.DeleteFunc(slices.Clone(cols["jobs"]), func(c string) bool { return c == "state" })
+			c.eq("CTE columns (sorted)", sorted(sqlOfAll(q.SelectElements)), sorted(want))
+		}
 		if q.FromClause == nil || len(q.FromClause.TableReferences) != 1 {
 			c.errorf("CTE: want FROM one table")
 		} else {
@@ -845,6 +868,16 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 		q := src.Select.(*ast.QuerySpecification)
 		if len(q.SelectElements) != len(got) {
 			c.errorf("INSERT: %d values for %d columns", len(q.SelectElements), len(got))
+		} else {
+			// What the caller gives is stored as given.
+			for i, col := range got {
+				if slices.Contains([]string{"queue", "kind", "payload", "priority", "max_attempts", "dedupe_key"}, col) {
+					c.eq("INSERT value of "+col, sqlOf(q.SelectElements[i]), "v."+col)
+				}
+			}
+			if !slices.Contains(got, "kind") {
+				c.errorf("INSERT stores no kind")
+			}
 		}
 		// Ids are drawn in input order, so ascending ids are input order.
 		nv := find[*ast.NextValueForExpression](q.SelectElements[:1])
@@ -863,7 +896,7 @@ var specs = map[string]func(c *checker, stmts []ast.Statement){
 			for _, id := range vals[0].Columns {
 				names = append(names, id.Value)
 			}
-			c.eq("VALUES columns", names, []string{"ord", "queue", "payload", "priority", "run_at", "delay_s", "delay_ms", "max_attempts", "dedupe_key"})
+			c.eq("VALUES columns", names, []string{"ord", "queue", "kind", "payload", "priority", "run_at", "delay_s", "delay_ms", "max_attempts", "dedupe_key"})
 			for i, row := range vals[0].RowValues {
 				if len(row.ColumnValues) > 0 && sqlOf(row.ColumnValues[0]) != fmt.Sprint(i) {
 					c.errorf("row %d has ord %s", i, sqlOf(row.ColumnValues[0]))

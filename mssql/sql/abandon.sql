@@ -4,10 +4,10 @@
 -- behind. It waits for rows still locked by that claim rather than skip
 -- them.
 DELETE FROM {{table "jobs_inflight"}} WITH (ROWLOCK)
-OUTPUT deleted.id, deleted.queue, deleted.payload, deleted.priority, deleted.run_at,
+OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priority, deleted.run_at,
        deleted.attempt, deleted.max_attempts, 'ready',
        deleted.last_error, deleted.dedupe_key, deleted.created_at
-  INTO {{table "jobs"}} (id, queue, payload, priority, run_at,
+  INTO {{table "jobs"}} (id, queue, kind, payload, priority, run_at,
        attempt, max_attempts, state,
        last_error, dedupe_key, created_at)
 WHERE claim_token = @token;

@@ -20,13 +20,13 @@
 -- A paused queue (its row in queues says so: one primary-key probe, in the
 -- same statement) yields nothing.
 DELETE TOP (@n) j
-OUTPUT deleted.id, deleted.queue, deleted.payload, deleted.priority, deleted.run_at,
+OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priority, deleted.run_at,
        deleted.attempt, deleted.max_attempts, deleted.last_error, deleted.dedupe_key, deleted.created_at,
        @token, DATEADD(millisecond, @lease_ms, DATEADD(second, @lease_s, SYSUTCDATETIME()))
-  INTO {{table "jobs_inflight"}} (id, queue, payload, priority, run_at,
+  INTO {{table "jobs_inflight"}} (id, queue, kind, payload, priority, run_at,
        attempt, max_attempts, last_error, dedupe_key, created_at,
        claim_token, claimed_until)
-OUTPUT deleted.id, deleted.queue, deleted.payload, deleted.priority, deleted.run_at,
+OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priority, deleted.run_at,
        deleted.attempt, deleted.max_attempts, deleted.last_error, deleted.dedupe_key, deleted.created_at,
        DATEADD(millisecond, @lease_ms, DATEADD(second, @lease_s, SYSUTCDATETIME()))
 FROM {{table "jobs"}} AS j WITH (NOWAIT, ROWLOCK, FORCESEEK)

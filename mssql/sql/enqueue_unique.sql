@@ -16,10 +16,10 @@ FROM {{table "jobs_dedupe"}} AS d WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
 WHERE d.queue = @queue AND d.dedupe_key = @dedupe_key;
 IF @existing IS NULL
 BEGIN
-    INSERT INTO {{table "jobs"}} (id, queue, payload, priority, run_at,
+    INSERT INTO {{table "jobs"}} (id, queue, kind, payload, priority, run_at,
            attempt, max_attempts, state, dedupe_key, created_at)
     OUTPUT inserted.id INTO @ids (id)
-    VALUES (NEXT VALUE FOR {{table "jobs_id_seq"}}, @queue, @payload, @priority,
+    VALUES (NEXT VALUE FOR {{table "jobs_id_seq"}}, @queue, @kind, @payload, @priority,
            CASE WHEN @run_at IS NULL
                 THEN DATEADD(millisecond, @delay_ms, DATEADD(second, @delay_s, SYSUTCDATETIME()))
                 ELSE CONVERT(DATETIME2(6), SWITCHOFFSET(@run_at, '+00:00')) END,

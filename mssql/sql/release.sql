@@ -3,10 +3,10 @@
 -- autocommit statement; returns the ids moved. FORCESEEK: each lease by its
 -- key, as in complete.sql.
 DELETE f
-OUTPUT deleted.id, deleted.queue, deleted.payload, deleted.priority, deleted.run_at,
+OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priority, deleted.run_at,
        deleted.attempt, deleted.max_attempts, 'ready',
        deleted.last_error, deleted.dedupe_key, deleted.created_at
-  INTO {{table "jobs"}} (id, queue, payload, priority, run_at,
+  INTO {{table "jobs"}} (id, queue, kind, payload, priority, run_at,
        attempt, max_attempts, state,
        last_error, dedupe_key, created_at)
 OUTPUT deleted.id

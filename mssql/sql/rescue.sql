@@ -27,11 +27,11 @@ BEGIN
     IF @granted >= 0
     BEGIN
         DELETE TOP (@batch) FROM {{table "jobs_inflight"}} WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
-        OUTPUT deleted.id, deleted.queue, deleted.payload, deleted.priority, SYSUTCDATETIME(),
+        OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priority, SYSUTCDATETIME(),
                deleted.attempt + 1, deleted.max_attempts,
                CASE WHEN deleted.attempt + 1 >= deleted.max_attempts THEN 'dead' ELSE 'ready' END,
                @error, deleted.dedupe_key, deleted.created_at
-          INTO {{table "jobs"}} (id, queue, payload, priority, run_at,
+          INTO {{table "jobs"}} (id, queue, kind, payload, priority, run_at,
                attempt, max_attempts,
                state,
                last_error, dedupe_key, created_at)

@@ -6,7 +6,7 @@
 -- autocommit statement; returns the ids moved, which keep their ids (no
 -- identity). FORCESEEK: each lease by its key, as in complete.sql.
 DELETE f
-OUTPUT deleted.id, deleted.queue, deleted.payload, deleted.priority,
+OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priority,
        DATEADD(millisecond, l.delay_ms, DATEADD(second, l.delay_s, SYSUTCDATETIME())),
        CASE WHEN l.snooze = 1 THEN deleted.attempt ELSE deleted.attempt + 1 END,
        deleted.max_attempts,
@@ -15,7 +15,7 @@ OUTPUT deleted.id, deleted.queue, deleted.payload, deleted.priority,
             ELSE 'ready' END,
        CASE WHEN l.snooze = 1 THEN deleted.last_error ELSE l.error END,
        deleted.dedupe_key, deleted.created_at
-  INTO {{table "jobs"}} (id, queue, payload, priority,
+  INTO {{table "jobs"}} (id, queue, kind, payload, priority,
        run_at,
        attempt,
        max_attempts,

@@ -9,7 +9,7 @@
 -- not escalate); READCOMMITTEDLOCK lets READPAST run under read committed
 -- snapshot too. The dedupe key is the job's own column, the one
 -- jobs_dedupe records for it.
-SELECT TOP (@limit) j.id, j.queue, j.payload, j.priority, j.run_at, j.attempt, j.max_attempts,
+SELECT TOP (@limit) j.id, j.queue, j.kind, j.payload, j.priority, j.run_at, j.attempt, j.max_attempts,
        j.state, j.last_error, j.dedupe_key, j.created_at
 FROM {{table "jobs"}} AS j WITH (UPDLOCK, ROWLOCK, READPAST, READCOMMITTEDLOCK)
 WHERE j.id > @after

@@ -1,10 +1,10 @@
--- insert: store the jobs of the VALUES list as they are — state, attempt,
--- max_attempts, last_error, run_at, priority, payload, dedupe key and
--- created_at kept — under new ids, record their dedupe keys, and return
+-- insert: store the jobs of the VALUES list as they are — kind, state,
+-- attempt, max_attempts, last_error, run_at, priority, payload, dedupe key
+-- and created_at kept — under new ids, record their dedupe keys, and return
 -- the ids ascending. Ids are drawn in input order, as in enqueue.sql.
 -- Runs in the import's transaction, after existing.sql has locked every
 -- key, so no key is stored twice.
--- A row of the VALUES list is (ord, queue, payload, priority, run_at,
+-- A row of the VALUES list is (ord, queue, kind, payload, priority, run_at,
 -- attempt, max_attempts, state, last_error, dedupe_key, created_at).
 SET NOCOUNT ON;
 DECLARE @ids TABLE (
@@ -12,14 +12,14 @@ DECLARE @ids TABLE (
     queue      VARCHAR(64)   COLLATE Latin1_General_BIN2 NOT NULL,
     dedupe_key NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NULL
 );
-INSERT INTO {{table "jobs"}} (id, queue, payload, priority, run_at,
+INSERT INTO {{table "jobs"}} (id, queue, kind, payload, priority, run_at,
        attempt, max_attempts, state, last_error, dedupe_key, created_at)
 OUTPUT inserted.id, inserted.queue, inserted.dedupe_key INTO @ids (id, queue, dedupe_key)
 SELECT NEXT VALUE FOR {{table "jobs_id_seq"}} OVER (ORDER BY v.ord),
-       v.queue, v.payload, v.priority, CONVERT(DATETIME2(6), SWITCHOFFSET(v.run_at, '+00:00')),
+       v.queue, v.kind, v.payload, v.priority, CONVERT(DATETIME2(6), SWITCHOFFSET(v.run_at, '+00:00')),
        v.attempt, v.max_attempts, v.state, v.last_error, v.dedupe_key,
        CONVERT(DATETIME2(6), SWITCHOFFSET(v.created_at, '+00:00'))
-FROM (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}({{$i}}, @q{{$i}}, @p{{$i}}, @pr{{$i}}, @ra{{$i}}, @a{{$i}}, @ma{{$i}}, @s{{$i}}, @e{{$i}}, @k{{$i}}, @c{{$i}}){{end}}) AS v (ord, queue, payload, priority, run_at, attempt, max_attempts,
+FROM (VALUES {{range $i := rows .N}}{{if $i}}, {{end}}({{$i}}, @q{{$i}}, @kn{{$i}}, @p{{$i}}, @pr{{$i}}, @ra{{$i}}, @a{{$i}}, @ma{{$i}}, @s{{$i}}, @e{{$i}}, @k{{$i}}, @c{{$i}}){{end}}) AS v (ord, queue, kind, payload, priority, run_at, attempt, max_attempts,
        state, last_error, dedupe_key, created_at);
 INSERT INTO {{table "jobs_dedupe"}} (queue, dedupe_key, id)
 SELECT queue, dedupe_key, id FROM @ids;
