@@ -60,7 +60,7 @@ func (d *Driver) insertUnique(ctx context.Context, r runner, j queue.NewJob) (in
 		payload = []byte{}
 	}
 	ids, err := queryIDs(ctx, r, d.stmts.enqueueUnique,
-		j.Queue, payload, int64(j.Priority), runAt, j.Delay.Microseconds(), int64(j.MaxAttempts), j.DedupeKey)
+		j.Queue, j.Kind, payload, int64(j.Priority), runAt, j.Delay.Microseconds(), int64(j.MaxAttempts), j.DedupeKey)
 	if err != nil {
 		return 0, false, err
 	}
@@ -109,9 +109,9 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 		var rows *sql.Rows
 		var err error
 		if f.State == queue.StateDead && f.Queue != "" {
-			rows, err = runner{d: d}.query(ctx, d.stmts.jobsDead, f.Queue, f.AfterID, f.Limit)
+			rows, err = runner{d: d}.query(ctx, d.stmts.jobsDead, f.Queue, f.AfterID, f.Limit, f.Kind)
 		} else {
-			rows, err = runner{d: d}.query(ctx, d.stmts.jobs, f.Queue, string(f.State), f.AfterID, f.Limit)
+			rows, err = runner{d: d}.query(ctx, d.stmts.jobs, f.Queue, string(f.State), f.AfterID, f.Limit, f.Kind)
 		}
 		if err != nil {
 			return err
@@ -126,7 +126,7 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 				token, until             sql.NullInt64
 				lastErr, dedupe          sql.NullString
 			)
-			if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &priority, &runAt, &attempt, &maxAttempts, &state,
+			if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &priority, &runAt, &attempt, &maxAttempts, &state,
 				&token, &until, &lastErr, &dedupe, &created); err != nil {
 				return interpret(err)
 			}
