@@ -238,8 +238,41 @@ func idsJSON(ids []int64) string {
 	return string(append(b, ']'))
 }
 
-// StatsByKind implements queue.Admin.
-// TODO(#24): until this dialect stores kinds, it says so.
-func (d *Driver) StatsByKind(context.Context) ([]queue.KindStats, error) {
-	return nil, queue.ErrUnsupported
+// StatsByKind implements queue.Admin (stats_by_kind.sql): the states of
+// Stats, per queue and kind.
+func (d *Driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	return readAll(ctx, d, d.stmts.statsByKind, func(rows *sql.Rows) (queue.KindStats, error) {
+		var s queue.KindStats
+		err := rows.Scan(&s.Queue, &s.Kind, &s.Ready, &s.Scheduled, &s.Held, &s.Dead)
+		return s, err
+	})
+}
+
+// readAll runs st on the pool, outside any transaction (WAL readers do not
+// block writers), retrying BUSY, and returns scan of each row.
+func readAll[T any](ctx context.Context, d *Driver, st *stmt, scan func(*sql.Rows) (T, error), args ...any) ([]T, error) {
+	var out []T
+	err := retry(ctx, func() error {
+		out = out[:0]
+		rows, err := runner{d: d}.query(ctx, st, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return interpret(err)
+			}
+			out = append(out, v)
+		}
+		return interpret(rows.Err())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
