@@ -195,7 +195,7 @@ func TestJobsDeadUsesIndex(t *testing.T) {
 
 // Kind travels with every path a job takes here: both Jobs variants filter
 // on it, StatsByKind counts each state per kind with the states of Stats,
-// and a plain-SQL INSERT that names no kind stores ”.
+// and a plain-SQL INSERT that names no kind stores the empty kind.
 func TestKindsFilterAndStats(t *testing.T) {
 	t.Parallel()
 	q := newQ(t, queue.Config{})
