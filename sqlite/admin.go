@@ -60,7 +60,7 @@ func (d *Driver) insertUnique(ctx context.Context, r runner, j queue.NewJob) (in
 		payload = []byte{}
 	}
 	ids, err := queryIDs(ctx, r, d.stmts.enqueueUnique,
-		j.Queue, payload, int64(j.Priority), runAt, j.Delay.Microseconds(), int64(j.MaxAttempts), j.DedupeKey)
+		j.Queue, j.Kind, payload, int64(j.Priority), runAt, j.Delay.Microseconds(), int64(j.MaxAttempts), j.DedupeKey)
 	if err != nil {
 		return 0, false, err
 	}
@@ -103,54 +103,40 @@ func (d *Driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	var out []*queue.Job
-	err := retry(ctx, func() error {
-		out = out[:0]
-		var rows *sql.Rows
-		var err error
-		if f.State == queue.StateDead && f.Queue != "" {
-			rows, err = runner{d: d}.query(ctx, d.stmts.jobsDead, f.Queue, f.AfterID, f.Limit)
-		} else {
-			rows, err = runner{d: d}.query(ctx, d.stmts.jobs, f.Queue, string(f.State), f.AfterID, f.Limit)
-		}
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				j                        queue.Job
-				priority, runAt, created int64
-				attempt, maxAttempts     int64
-				state                    string
-				token, until             sql.NullInt64
-				lastErr, dedupe          sql.NullString
-			)
-			if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &priority, &runAt, &attempt, &maxAttempts, &state,
-				&token, &until, &lastErr, &dedupe, &created); err != nil {
-				return interpret(err)
-			}
-			if j.Payload == nil {
-				j.Payload = []byte{}
-			}
-			j.Priority = int16(priority)
-			j.RunAt = fromMicros(runAt)
-			j.Attempt, j.MaxAttempts = int(attempt), int(maxAttempts)
-			j.State = queue.State(state)
-			j.Token = token.Int64
-			if until.Valid {
-				j.ClaimedUntil = fromMicros(until.Int64)
-			}
-			j.LastError, j.DedupeKey = lastErr.String, dedupe.String
-			j.CreatedAt = fromMicros(created)
-			out = append(out, &j)
-		}
-		return interpret(rows.Err())
-	})
-	if err != nil {
+	if f.State == queue.StateDead && f.Queue != "" {
+		return readAll(ctx, d, d.stmts.jobsDead, scanJob, f.Queue, f.AfterID, f.Limit, f.Kind)
+	}
+	return readAll(ctx, d, d.stmts.jobs, scanJob, f.Queue, string(f.State), f.AfterID, f.Limit, f.Kind)
+}
+
+// scanJob reads a row of jobs.sql or jobs_dead.sql.
+func scanJob(rows *sql.Rows) (*queue.Job, error) {
+	var (
+		j                        queue.Job
+		priority, runAt, created int64
+		attempt, maxAttempts     int64
+		state                    string
+		token, until             sql.NullInt64
+		lastErr, dedupe          sql.NullString
+	)
+	if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &priority, &runAt, &attempt, &maxAttempts, &state,
+		&token, &until, &lastErr, &dedupe, &created); err != nil {
 		return nil, err
 	}
-	return out, nil
+	if j.Payload == nil {
+		j.Payload = []byte{}
+	}
+	j.Priority = int16(priority)
+	j.RunAt = fromMicros(runAt)
+	j.Attempt, j.MaxAttempts = int(attempt), int(maxAttempts)
+	j.State = queue.State(state)
+	j.Token = token.Int64
+	if until.Valid {
+		j.ClaimedUntil = fromMicros(until.Int64)
+	}
+	j.LastError, j.DedupeKey = lastErr.String, dedupe.String
+	j.CreatedAt = fromMicros(created)
+	return &j, nil
 }
 
 // Cancel implements queue.Admin. SQLite has one writer at a time, so no
@@ -202,27 +188,11 @@ func (d *Driver) Paused(ctx context.Context) ([]string, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	var out []string
-	err := retry(ctx, func() error {
-		out = out[:0]
-		rows, err := runner{d: d}.query(ctx, d.stmts.paused)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var q string
-			if err := rows.Scan(&q); err != nil {
-				return interpret(err)
-			}
-			out = append(out, q)
-		}
-		return interpret(rows.Err())
+	return readAll(ctx, d, d.stmts.paused, func(rows *sql.Rows) (string, error) {
+		var q string
+		err := rows.Scan(&q)
+		return q, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // idsJSON encodes ids as a JSON array for json_each.
@@ -238,8 +208,41 @@ func idsJSON(ids []int64) string {
 	return string(append(b, ']'))
 }
 
-// StatsByKind implements queue.Admin.
-// TODO(#24): until this dialect stores kinds, it says so.
-func (d *Driver) StatsByKind(context.Context) ([]queue.KindStats, error) {
-	return nil, queue.ErrUnsupported
+// StatsByKind implements queue.Admin (stats_by_kind.sql): the states of
+// Stats, per queue and kind.
+func (d *Driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	return readAll(ctx, d, d.stmts.statsByKind, func(rows *sql.Rows) (queue.KindStats, error) {
+		var s queue.KindStats
+		err := rows.Scan(&s.Queue, &s.Kind, &s.Ready, &s.Scheduled, &s.Held, &s.Dead)
+		return s, err
+	})
+}
+
+// readAll runs st on the pool, outside any transaction (WAL readers do not
+// block writers), retrying BUSY, and returns scan of each row.
+func readAll[T any](ctx context.Context, d *Driver, st *stmt, scan func(*sql.Rows) (T, error), args ...any) ([]T, error) {
+	var out []T
+	err := retry(ctx, func() error {
+		out = out[:0]
+		rows, err := runner{d: d}.query(ctx, st, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return interpret(err)
+			}
+			out = append(out, v)
+		}
+		return interpret(rows.Err())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
@@ -147,22 +149,24 @@ func TestJobsDeadUsesIndex(t *testing.T) {
 	if _, err := d.DB().ExecContext(ctx, "UPDATE "+table+" SET state = 'dead' WHERE id % 10 = 0"); err != nil {
 		t.Fatal(err)
 	}
-	var plan strings.Builder
-	rows, err := d.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+d.stmts.jobsDead.text, "d", 0, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+	for _, kind := range []string{"", "email"} {
+		var plan strings.Builder
+		rows, err := d.DB().QueryContext(ctx, "EXPLAIN QUERY PLAN "+d.stmts.jobsDead.text, "d", 0, 10, kind)
+		if err != nil {
 			t.Fatal(err)
 		}
-		plan.WriteString(detail + "\n")
-	}
-	rows.Close()
-	if !strings.Contains(plan.String(), "jobs_dead") {
-		t.Fatalf("plan of jobs_dead.sql does not use the jobs_dead index:\n%s", plan.String())
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan.WriteString(detail + "\n")
+		}
+		rows.Close()
+		if !strings.Contains(plan.String(), "jobs_dead") {
+			t.Fatalf("plan of jobs_dead.sql (kind %q) does not use the jobs_dead index:\n%s", kind, plan.String())
+		}
 	}
 	var dead []int64
 	for _, id := range ids {
@@ -186,5 +190,67 @@ func TestJobsDeadUsesIndex(t *testing.T) {
 		if got[i] != dead[i] {
 			t.Fatalf("listed dead %v, want %v", got, dead)
 		}
+	}
+}
+
+// Kind travels with every path a job takes here: both Jobs variants filter
+// on it, StatsByKind counts each state per kind with the states of Stats,
+// and a plain-SQL INSERT that names no kind stores the empty kind.
+func TestKindsFilterAndStats(t *testing.T) {
+	t.Parallel()
+	q := newQ(t, queue.Config{})
+	ctx := ctxT(t)
+	ids := enqueue(t, q,
+		queue.NewJob{Queue: "k", Kind: "email"},
+		queue.NewJob{Queue: "k", Kind: "email", Delay: time.Hour},
+		queue.NewJob{Queue: "k", Kind: "resize"},
+		queue.NewJob{Queue: "k", Kind: "email"},
+		queue.NewJob{Queue: "a"})
+	d := driverOf(t, q)
+	table := d.names.Qualified(dialect.SQLite, d.names.Jobs())
+	if _, err := d.DB().ExecContext(ctx, "INSERT INTO "+table+" (queue, payload) VALUES ('a', x'')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.DB().ExecContext(ctx, "UPDATE "+table+" SET state = 'dead' WHERE id IN (?, ?)", ids[2], ids[3]); err != nil {
+		t.Fatal(err)
+	}
+	held := claim(t, newClaimer(t, q), "k", 1)
+	if len(held) != 1 || held[0].ID != ids[0] || held[0].Kind != "email" {
+		t.Fatalf("claimed %+v, want job %d of kind email", held, ids[0])
+	}
+	for _, c := range []struct {
+		f    queue.JobFilter
+		want []int64
+	}{
+		{queue.JobFilter{Kind: "email"}, []int64{ids[0], ids[1], ids[3]}},
+		{queue.JobFilter{Queue: "k", State: queue.StateDead, Kind: "email"}, []int64{ids[3]}},
+		{queue.JobFilter{Queue: "k", State: queue.StateDead, Kind: "resize"}, []int64{ids[2]}},
+		{queue.JobFilter{Queue: "a", Kind: "email"}, nil},
+	} {
+		got, err := q.Jobs(ctx, c.f)
+		if err != nil || !slices.Equal(queue.IDs(got), c.want) {
+			t.Errorf("Jobs(%+v) = %v, %v; want %v", c.f, queue.IDs(got), err, c.want)
+		}
+		for _, j := range got {
+			if j.Kind != c.f.Kind {
+				t.Errorf("Jobs(%+v): job %d has kind %q", c.f, j.ID, j.Kind)
+			}
+		}
+	}
+	all, err := q.Jobs(ctx, queue.JobFilter{Queue: "a"})
+	if err != nil || len(all) != 2 || all[0].Kind != "" || all[1].Kind != "" {
+		t.Fatalf("Jobs(queue a) = %+v, %v; want 2 jobs without a kind", all, err)
+	}
+	got, err := q.StatsByKind(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []queue.KindStats{
+		{Queue: "a", Kind: "", Ready: 2},
+		{Queue: "k", Kind: "email", Scheduled: 1, Held: 1, Dead: 1},
+		{Queue: "k", Kind: "resize", Dead: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("StatsByKind = %+v, want %+v", got, want)
 	}
 }

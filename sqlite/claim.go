@@ -154,7 +154,7 @@ func (d *Driver) claim(ctx context.Context, r runner, jobs []*queue.Job, q strin
 			attempt, maxAttempts            int64
 			lastErr, dedupe                 sql.NullString
 		)
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &priority, &runAt, &attempt, &maxAttempts,
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &priority, &runAt, &attempt, &maxAttempts,
 			&j.Token, &until, &lastErr, &dedupe, &created); err != nil {
 			return jobs, interpret(err)
 		}

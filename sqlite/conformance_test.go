@@ -53,7 +53,21 @@ func harness() integration.Harness {
 		},
 		Leftovers: leftovers,
 		InsertRaw: insertRaw,
+		Tx:        beginTx,
 	}
+}
+
+// beginTx begins a transaction as an application does: on the *sql.DB
+// Driver.DB returns (BEGIN IMMEDIATE, from Open's DSN), rolled back at t's
+// cleanup unless committed.
+func beginTx(t *testing.T, q *queue.Queue) (any, func() error) {
+	t.Helper()
+	tx, err := driverOf(t, q).DB().BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("BeginTx: %v", err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback() })
+	return tx, tx.Commit
 }
 
 // newTestQueue opens the file at path as a Queue, migrated if asked, and

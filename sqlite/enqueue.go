@@ -10,13 +10,13 @@ import (
 	"github.com/dbqueue/dbq/queue"
 )
 
-// enqueueChunk is the most jobs one INSERT carries: 500 × 7 parameters
+// enqueueChunk is the most jobs one INSERT carries: 500 × 8 parameters
 // stays far below SQLite's 32,766-variable limit and keeps statements
 // small enough to prepare quickly.
 const enqueueChunk = 500
 
 // enqueueRowParams is the number of bind parameters per enqueued job.
-const enqueueRowParams = 7
+const enqueueRowParams = 8
 
 // enqueueData is the data of enqueue.sql: N rows.
 type enqueueData struct{ N int }
@@ -129,7 +129,7 @@ func (d *Driver) insertChunk(ctx context.Context, r runner, chunk []queue.NewJob
 		if payload == nil {
 			payload = []byte{}
 		}
-		args = append(args, j.Queue, payload, int64(j.Priority), runAt, j.Delay.Microseconds(), int64(j.MaxAttempts), dedupe)
+		args = append(args, j.Queue, j.Kind, payload, int64(j.Priority), runAt, j.Delay.Microseconds(), int64(j.MaxAttempts), dedupe)
 	}
 	rows, err := r.query(ctx, d.stmts.enqueue(len(chunk)), args...)
 	if err != nil {

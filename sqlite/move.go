@@ -167,7 +167,7 @@ func scanMoved(rows *sql.Rows) ([]*queue.Job, error) {
 			state                    string
 			lastErr, dedupe          sql.NullString
 		)
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Payload, &priority, &runAt, &attempt, &maxAttempts, &state,
+		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &priority, &runAt, &attempt, &maxAttempts, &state,
 			&lastErr, &dedupe, &created); err != nil {
 			return nil, err
 		}
@@ -208,7 +208,7 @@ func (d *Driver) Import(ctx context.Context, jobs []*queue.Job) ([]queue.Importe
 			}
 			var id int64
 			err := ins.QueryRowContext(ctx, j.Queue, j.Payload, j.Priority, j.RunAt.UnixMicro(), j.Attempt,
-				j.MaxAttempts, string(j.State), lastErr, j.DedupeKey, j.CreatedAt.UnixMicro()).Scan(&id)
+				j.MaxAttempts, string(j.State), lastErr, j.DedupeKey, j.CreatedAt.UnixMicro(), j.Kind).Scan(&id)
 			switch {
 			case err == sql.ErrNoRows:
 			case err != nil:

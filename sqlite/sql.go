@@ -21,7 +21,7 @@ type statements struct {
 	claim, complete, retry, release, extend, rescue, stats *stmt
 
 	// Admin statements (admin.go).
-	findUnique, jobs, jobsDead, cancel, retryDead, setPaused, paused *stmt
+	findUnique, jobs, jobsDead, cancel, retryDead, setPaused, paused, statsByKind *stmt
 	// Schedules (schedule.go).
 	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused *stmt
 	// enqueueUnique is the one-job INSERT that skips a dedupe collision.
@@ -69,6 +69,7 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"retry_dead":     &s.retryDead,
 		"set_paused":     &s.setPaused,
 		"paused":         &s.paused,
+		"stats_by_kind":  &s.statsByKind,
 
 		"schedule_upsert":     &s.scheduleUpsert,
 		"schedule_advance":    &s.scheduleAdvance,
@@ -118,8 +119,8 @@ func (s *statements) prepareEnqueue() error {
 
 func (s *statements) close() {
 	for _, st := range []*stmt{s.claim, s.complete, s.retry, s.release, s.extend, s.rescue, s.stats, s.enqueueFull,
-		s.findUnique, s.jobs, s.jobsDead, s.cancel, s.retryDead, s.setPaused, s.paused, s.enqueueUnique,
-		s.scheduleUpsert, s.scheduleAdvance, s.scheduleList, s.scheduleSetPaused} {
+		s.findUnique, s.jobs, s.jobsDead, s.cancel, s.retryDead, s.setPaused, s.paused, s.statsByKind,
+		s.enqueueUnique, s.scheduleUpsert, s.scheduleAdvance, s.scheduleList, s.scheduleSetPaused} {
 		st.close()
 	}
 	for _, st := range s.enqueuePow2 {

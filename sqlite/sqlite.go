@@ -208,25 +208,9 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	var out []queue.QueueStats
-	err := retry(ctx, func() error {
-		out = out[:0]
-		rows, err := runner{d: d}.query(ctx, d.stmts.stats)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var s queue.QueueStats
-			if err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused); err != nil {
-				return interpret(err)
-			}
-			out = append(out, s)
-		}
-		return interpret(rows.Err())
+	return readAll(ctx, d, d.stmts.stats, func(rows *sql.Rows) (queue.QueueStats, error) {
+		var s queue.QueueStats
+		err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused)
+		return s, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }

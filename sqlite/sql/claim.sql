@@ -19,5 +19,5 @@ WHERE id IN (
       AND NOT EXISTS (SELECT 1 FROM {{table "queues"}} WHERE queue = ?3 AND paused)
     ORDER BY priority, run_at, id
     LIMIT ?4 + 0)
-RETURNING id, queue, payload, priority, run_at, attempt, max_attempts,
+RETURNING id, queue, kind, payload, priority, run_at, attempt, max_attempts,
           claim_token, claimed_until, last_error, dedupe_key, created_at
