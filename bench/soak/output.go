@@ -46,19 +46,8 @@ func (r Row) Label() string {
 	return r.Impl + " " + r.Claimer
 }
 
-// WriteJSON writes rows one JSON object a line, so the rows of several
-// programs (dbq's soak, River's) concatenate into one stream.
-func WriteJSON(w io.Writer, rows ...Row) error {
-	enc := json.NewEncoder(w)
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ReadJSON reads what WriteJSON wrote.
+// ReadJSON reads rows written one JSON object a line (a json.Encoder's
+// output), so the rows of several programs concatenate into one stream.
 func ReadJSON(r io.Reader) ([]Row, error) {
 	var rows []Row
 	dec := json.NewDecoder(r)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -54,10 +55,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var rows []soak.Row
+	enc := json.NewEncoder(os.Stdout)
 	emit := func(r soak.Row) {
 		fmt.Fprintln(os.Stderr, r)
 		if asJSON {
-			soak.WriteJSON(os.Stdout, r)
+			enc.Encode(r)
 		}
 		rows = append(rows, r)
 	}
