@@ -77,7 +77,7 @@ func plotScenario(file, scenario string, rows []soak.Row) error {
 		p.Title.Text = scenario + ": " + pn.title
 		p.X.Label.Text = "s"
 		p.Y.Label.Text = pn.unit
-		p.Y.Min = 0
+		p.X.Min, p.Y.Min = 0, 0
 		p.Add(plotter.NewGrid())
 		p.Legend.Top = true
 		for j, label := range labels {
