@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -33,8 +34,12 @@ func Plot(file string, rows []Row) error {
 		}
 		dialects[r.Dialect] = true
 		workerSet[r.Workers] = true
+		// Another library's Strategy is a sentence of its settings: the
+		// legend keeps its first clause, the table has it all.
 		name := r.Impl
-		if r.Strategy != "" {
+		if first, _, _ := strings.Cut(r.Strategy, ","); r.Impl != "dbq" && first != "" {
+			name += " (" + first + ")"
+		} else if r.Strategy != "" {
 			name += " " + r.Strategy
 		}
 		if _, ok := series[name]; !ok {
@@ -91,7 +96,7 @@ func Plot(file string, rows []Row) error {
 		l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
 		l.Width = vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(r.Impl+" tuned ("+r.Strategy+")", l)
+		p.Legend.Add(r.Impl+" tuned (its own benchmark's settings)", l)
 	}
 	return p.Save(8*vg.Inch, 5*vg.Inch, file)
 }

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -95,25 +96,20 @@ func perClient(clients int, cooldown time.Duration) setup {
 // TunedCase is the case of the River row that `dbq bench` compares dbq with.
 const TunedCase = "tuned"
 
-// String names the settings, the same for every row of a per-count setup
-// (the row's workers is the client count).
+// String names the settings that shape a drain, the same for every row
+// of a per-count setup (the row's workers is the client count). How jobs
+// were inserted is the enqueue row's.
 func (s setup) String() string {
-	str := func(d, def time.Duration) string {
-		if d == 0 {
-			return def.String() + " (default)"
-		}
-		return d.String()
-	}
-	who := fmt.Sprintf("%d client, MaxWorkers %d", s.clients, s.maxWorkers)
 	if s.perCount {
-		who = fmt.Sprintf("workers=clients, MaxWorkers %d each", s.maxWorkers)
+		def := ""
+		if s.cooldown == 0 && s.poll == 0 {
+			def = " (River's defaults)"
+		}
+		return fmt.Sprintf("MaxWorkers %d per client, FetchCooldown %s, FetchPollInterval %s%s",
+			s.maxWorkers, cmp.Or(s.cooldown, river.FetchCooldownDefault), cmp.Or(s.poll, river.FetchPollIntervalDefault), def)
 	}
-	ins := "InsertManyFast"
-	if s.insertMany {
-		ins = "InsertMany"
-	}
-	return fmt.Sprintf("%s, FetchCooldown %s, FetchPollInterval %s, %s of %d",
-		who, str(s.cooldown, river.FetchCooldownDefault), str(s.poll, river.FetchPollIntervalDefault), ins, s.insertBatch)
+	return fmt.Sprintf("%d client, MaxWorkers %d, FetchCooldown %s, FetchPollInterval %s",
+		s.clients, s.maxWorkers, cmp.Or(s.cooldown, river.FetchCooldownDefault), cmp.Or(s.poll, river.FetchPollIntervalDefault))
 }
 
 func main() {
@@ -124,7 +120,11 @@ func main() {
 		fs := flag.NewFlagSet("riverbench soak", flag.ExitOnError)
 		cfg.Flags(fs)
 		fs.Parse(os.Args[2:])
-		if err := runSoak(ctx, cfg); err != nil {
+		err := runSoak(ctx, cfg)
+		if ctx.Err() != nil {
+			os.Exit(130) // interrupted, as a shell reports it
+		}
+		if err != nil {
 			fatal(err)
 		}
 		return
@@ -152,7 +152,7 @@ func main() {
 			r.Seconds, r.PerSec = took.Seconds(), float64(*n)/took.Seconds()
 		}
 		if enqueueRow {
-			e := row{Dialect: "postgres", Section: "enqueue", Impl: "river", Strategy: r.Strategy,
+			e := row{Dialect: "postgres", Section: "enqueue", Impl: "river", Strategy: s.insert(),
 				Case: fmt.Sprintf("batch=%d", s.insertBatch), Jobs: *n, Err: r.Err}
 			if err == nil {
 				e.Seconds, e.PerSec = ins.Seconds(), float64(*n)/ins.Seconds()
@@ -270,6 +270,14 @@ func drain(ctx context.Context, dsn string, n int, s setup) (insert, work time.D
 		}
 	}
 	return insert, time.Since(start), nil
+}
+
+// insert names how s inserts.
+func (s setup) insert() string {
+	if s.insertMany {
+		return "InsertMany"
+	}
+	return "InsertManyFast"
 }
 
 // config is the client configuration s describes, on schema.

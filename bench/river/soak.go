@@ -30,7 +30,7 @@ func runSoak(ctx context.Context, cfg soak.Config) error {
 		enc.Encode(r)
 	}
 	t := &soakTarget{dsn: cfg.DSN}
-	settings := "River's own benchmark configuration: " + tuned.String() + " each 20ms tick"
+	settings := "River's own benchmark configuration: " + tuned.String() + "; InsertMany of what is due every 20ms, up to 1000 jobs a statement"
 	return soak.Run(ctx, cfg, t, soak.Row{Impl: "river", Settings: settings}, emit)
 }
 
