@@ -61,8 +61,12 @@ dsn="postgres://postgres@127.0.0.1:$PORT/soak?sslmode=disable"
 echo "soak-pg: PostgreSQL $("$PGBIN/postgres" -V | awk '{print $3}') on port $PORT, data in $dir/data," \
 	"autovacuum $(as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -Atc 'SHOW autovacuum' soak)" >&2
 
+# Both programs exit 130 when interrupted: then stop here, rows kept.
+rm -f "$OUT/dbq.json" "$OUT/river.json" "$OUT"/soak-*.png
 status=0
 bin/dbqsoak --dsn "$dsn" --json "${flags[@]}" >"$OUT/dbq.json" || status=$?
-[ $status -eq 0 ] && { bin/riverbench soak --dsn "$dsn" "${flags[@]}" >"$OUT/river.json" || status=$?; }
+[ $status -eq 130 ] && exit 130
+bin/riverbench soak --dsn "$dsn" "${flags[@]}" >"$OUT/river.json" || status=$?
+[ $status -eq 130 ] && exit 130
 bin/dbqsoak --report "$OUT/dbq.json,$OUT/river.json" --plot "$OUT/soak" || status=$?
 exit $status

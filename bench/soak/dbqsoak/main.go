@@ -77,6 +77,9 @@ func main() {
 	if !asJSON {
 		soak.WriteTable(os.Stdout, rows)
 	}
+	if ctx.Err() != nil {
+		os.Exit(130) // interrupted, as a shell reports it
+	}
 	if failed != nil {
 		fatal(failed)
 	}
