@@ -20,7 +20,7 @@ COMPOSE_REQUIRE ?= postgres,mysql,mssql,sqlite
 ACTIONLINT_VERSION ?= v1.7.12
 ACTIONLINT         ?= bin/actionlint
 
-.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera servers chaos bench bench-go build demo lint clean
+.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera servers chaos bench bench-go soak-pg build demo lint clean
 
 help:
 	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./..."
@@ -32,6 +32,7 @@ help:
 	@echo "make servers       only ensure the local PostgreSQL and MariaDB answer"
 	@echo "make chaos         fault harness, long form: 200,000 jobs, 16 workers, 50 kills, 2 server restarts per dialect"
 	@echo "make bench         dbq bench vs River vs raw SQL on PostgreSQL (table + bench.png)"
+	@echo "make soak-pg       soak harness (steady, held horizon, fresh-table burst) on a PostgreSQL 15 cluster of its own; dbq and River (SOAK_SHORT=1: ~10 min)"
 	@echo "make bench-go      go test benchmarks of the hot paths, one iteration each"
 	@echo "make build         bin/dbq"
 	@echo "make demo          go run ./cmd/dbq demo"
@@ -115,15 +116,30 @@ BENCH_N       ?= 100000
 BENCH_WORKERS ?= 1,2,4,8,16,32,64
 BENCH_FLAGS   ?= --steady-total 300000 --steady-window 30000
 BENCH_PLOT    ?= bench.png
+# bench/river's first row is River in its own benchmark's configuration
+# (case "tuned"), which the ratio lines use; BENCH_RIVER_FLAGS=--no-tuned skips it.
+BENCH_RIVER_FLAGS ?=
 
 bench:
 	@mkdir -p bin .tmp
 	$(GO) build -o bin/dbqbench ./cmd/dbq
 	cd bench/river && $(GO) build -o ../../bin/riverbench .
-	bin/riverbench --dsn '$(BENCH_DSN)' --n $(BENCH_N) --workers $(BENCH_WORKERS) > .tmp/river.json
+	bin/riverbench --dsn '$(BENCH_DSN)' --n $(BENCH_N) --workers $(BENCH_WORKERS) $(BENCH_RIVER_FLAGS) > .tmp/river.json
 	bin/dbqbench bench --dsn '$(BENCH_DSN)' --n $(BENCH_N) --workers $(BENCH_WORKERS) $(BENCH_FLAGS) \
 		--merge .tmp/river.json --plot $(BENCH_PLOT)
 	@echo "plot: $(BENCH_PLOT)"
+
+# make soak-pg: the soak harness (bench/soak, docs/soak.md) on a PostgreSQL 15
+# cluster of its own with the defaults (autovacuum on), made, used and removed
+# by scripts/soak-pg.sh: dbq with both claimers, then River tuned, through
+# steady (10 min at 3,000 jobs/s), horizon (a snapshot held 5 min from minute 1)
+# and burst (3 min at 15,000/s on fresh tables). About 70 minutes; SOAK_SHORT=1
+# runs 1-minute scenarios. Rows and plots in .tmp/soak/. E.g.
+# make soak-pg SOAK_FLAGS='--scenarios horizon --claimers advisory'.
+SOAK_SHORT ?=
+SOAK_FLAGS ?=
+soak-pg:
+	SOAK_SHORT='$(SOAK_SHORT)' GO='$(GO)' bash scripts/soak-pg.sh $(SOAK_FLAGS)
 
 # The go test benchmarks of the hot paths, one iteration each, with allocations.
 bench-go:

@@ -33,8 +33,74 @@ func ReadJSON(r io.Reader) ([]Row, error) {
 	return rows, nil
 }
 
+// TunedCase is the case of another library's drain row run in that
+// library's own tuned configuration (bench/river: River's `river bench`
+// settings); the ratio lines compare dbq with it.
+const TunedCase = "tuned"
+
+// dbqDrainSettings are the settings of dbq's drain rows (drainDBQ), for the
+// ratio lines.
+const dbqDrainSettings = "Workers (one claimer and connection each) of Concurrency 100, BatchSize 100, PollInterval 20ms"
+
+// WriteRatios prints, per dialect and dbq strategy, dbq's best drain over
+// the drain of each other library (River) in its tuned configuration,
+// naming both sides' settings. A library without a tuned row is compared
+// by its best row, and the line says so.
+func WriteRatios(w io.Writer, rows []Row) {
+	type key struct{ dialect, impl string }
+	best := map[key]Row{} // per dialect and other library
+	var others []key
+	for _, r := range rows {
+		if r.Section != Drain || r.PerSec <= 0 || r.Impl == "dbq" || r.Impl == "floor" {
+			continue
+		}
+		k := key{r.Dialect, r.Impl}
+		b, ok := best[k]
+		if !ok {
+			others = append(others, k)
+		}
+		if !ok || better(r, b) {
+			best[k] = r
+		}
+	}
+	for _, k := range others {
+		o := best[k]
+		which := "its tuned configuration"
+		if o.Case != TunedCase {
+			which = "its best row, " + o.Case + " (no tuned row)"
+		}
+		dbqBest := map[string]Row{}
+		var strategies []string
+		for _, r := range rows {
+			if r.Section == Drain && r.Impl == "dbq" && r.Dialect == k.dialect && r.PerSec > 0 {
+				if b, ok := dbqBest[r.Strategy]; !ok || r.PerSec > b.PerSec {
+					if !ok {
+						strategies = append(strategies, r.Strategy)
+					}
+					dbqBest[r.Strategy] = r
+				}
+			}
+		}
+		for _, s := range strategies {
+			d := dbqBest[s]
+			fmt.Fprintf(w, "%s drain: dbq %s %.0f jobs/s (best: %s; %s) = %.2f× %s %.0f jobs/s (%s: %s)\n",
+				k.dialect, s, d.PerSec, d.Case, dbqDrainSettings, d.PerSec/o.PerSec, k.impl, o.PerSec, which, o.Strategy)
+		}
+	}
+}
+
+// better says whether r is a better comparison row than b: a tuned row
+// wins over any other, else the faster.
+func better(r, b Row) bool {
+	if rt, bt := r.Case == TunedCase, b.Case == TunedCase; rt != bt {
+		return rt
+	}
+	return r.PerSec > b.PerSec
+}
+
 // WriteTable prints rows as an aligned table, each throughput beside the
-// floor of the same dialect, section and case as a percentage.
+// floor of the same dialect, section and case as a percentage, and then
+// the ratio lines (WriteRatios).
 func WriteTable(w io.Writer, rows []Row) error {
 	floor := map[[3]string]float64{}
 	for _, r := range rows {
@@ -58,5 +124,9 @@ func WriteTable(w io.Writer, rows []Row) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			r.Dialect, r.Section, r.Impl, r.Strategy, r.Case, per, pct, p50, p99, r.Err)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	WriteRatios(w, rows)
+	return nil
 }

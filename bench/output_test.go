@@ -16,6 +16,10 @@ func TestTableShowsShareOfFloor(t *testing.T) {
 		{Dialect: "postgres", Section: Drain, Impl: "dbq", Strategy: "skiplocked", Case: "workers=4", Workers: 4, PerSec: 250},
 		{Dialect: "postgres", Section: Depth, Impl: "dbq", Case: "ready=10", P50ms: 1.5, P99ms: 3},
 	}
+	river := []Row{
+		{Dialect: "postgres", Section: Drain, Impl: "river", Strategy: "workers=clients, MaxWorkers 100 each", Case: "workers=4", Workers: 4, PerSec: 200},
+		{Dialect: "postgres", Section: Drain, Impl: "river", Strategy: "1 client, MaxWorkers 2000", Case: TunedCase, PerSec: 125},
+	}
 	var js bytes.Buffer
 	if err := WriteJSON(&js, rows); err != nil {
 		t.Fatal(err)
@@ -42,6 +46,28 @@ func TestTableShowsShareOfFloor(t *testing.T) {
 	}
 	if err := Plot(file, back[2:]); err == nil {
 		t.Error("Plot without drain rows: no error")
+	}
+	if err := Plot(file, append(back, river...)); err != nil {
+		t.Errorf("Plot with River's tuned row: %v", err)
+	}
+}
+
+// The ratio compares dbq's best drain with River's tuned row, though a
+// per-worker-count River row is faster, and names both sides' settings.
+func TestRatioUsesTunedRow(t *testing.T) {
+	t.Parallel()
+	rows := []Row{
+		{Dialect: "postgres", Section: Drain, Impl: "dbq", Strategy: "advisory", Case: "workers=1", Workers: 1, PerSec: 100},
+		{Dialect: "postgres", Section: Drain, Impl: "dbq", Strategy: "advisory", Case: "workers=4", Workers: 4, PerSec: 250},
+		{Dialect: "postgres", Section: Drain, Impl: "river", Strategy: "workers=clients, MaxWorkers 100 each", Case: "workers=4", Workers: 4, PerSec: 200},
+		{Dialect: "postgres", Section: Drain, Impl: "river", Strategy: "1 client, MaxWorkers 2000", Case: TunedCase, PerSec: 125},
+	}
+	var out strings.Builder
+	WriteRatios(&out, rows)
+	for _, want := range []string{"dbq advisory 250 jobs/s", "workers=4", "Concurrency 100", "= 2.00× river 125 jobs/s", "1 client, MaxWorkers 2000"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in %q", want, out.String())
+		}
 	}
 }
 

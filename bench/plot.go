@@ -3,7 +3,9 @@ package bench
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -13,20 +15,31 @@ import (
 
 // Plot draws drain throughput against worker count, one line per
 // implementation and strategy (the floor included), to file; the
-// extension picks the format (.png, .svg, .pdf).
+// extension picks the format (.png, .svg, .pdf). Another library's tuned
+// row (Case TunedCase: one configuration, not a worker count) is a
+// dotted level line across the plot.
 func Plot(file string, rows []Row) error {
 	series := map[string]plotter.XYs{}
 	var names []string
 	dialects := map[string]bool{}
 	workerSet := map[int]bool{}
+	var tuned []Row
 	for _, r := range rows {
+		if r.Section == Drain && r.PerSec > 0 && r.Case == TunedCase {
+			tuned = append(tuned, r)
+			continue
+		}
 		if r.Section != Drain || r.PerSec <= 0 || r.Workers <= 0 {
 			continue
 		}
 		dialects[r.Dialect] = true
 		workerSet[r.Workers] = true
+		// Another library's Strategy is a sentence of its settings: the
+		// legend keeps its first clause, the table has it all.
 		name := r.Impl
-		if r.Strategy != "" {
+		if first, _, _ := strings.Cut(r.Strategy, ","); r.Impl != "dbq" && first != "" {
+			name += " (" + first + ")"
+		} else if r.Strategy != "" {
 			name += " " + r.Strategy
 		}
 		if _, ok := series[name]; !ok {
@@ -69,6 +82,21 @@ func Plot(file string, rows []Row) error {
 		}
 		p.Add(l, pts)
 		p.Legend.Add(name, l, pts)
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for w := range workerSet {
+		lo, hi = min(lo, float64(w)), max(hi, float64(w))
+	}
+	for i, r := range tuned {
+		l, err := plotter.NewLine(plotter.XYs{{X: lo, Y: r.PerSec}, {X: hi, Y: r.PerSec}})
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(len(names) + i)
+		l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(r.Impl+" tuned (its own benchmark's settings)", l)
 	}
 	return p.Save(8*vg.Inch, 5*vg.Inch, file)
 }
