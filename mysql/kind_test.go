@@ -10,16 +10,16 @@ import (
 	"github.com/dbqueue/dbq/queue"
 )
 
-// TestKindsTravelWithJobs: a job's kind is bytes, stored as given and
-// compared byte for byte (a trailing space, case, non-ASCII, 100 bytes,
-// bytes that are not UTF-8), by every path that writes or reads a job:
+// TestKindsTravelWithJobs: a job's kind is stored as given and compared
+// byte for byte (a trailing space, case, non-ASCII, 100 bytes; kinds that
+// are not UTF-8 never get here), by every path that writes or reads a job:
 // Enqueue, EnqueueUnique, a schedule's tick, both claim paths, Jobs and its
 // filter, StatsByKind, and move's Export, Stored and Import.
 func TestKindsTravelWithJobs(t *testing.T) {
 	t.Parallel()
 	q, d := openQueue(t, Config{}, true)
 	ctx := context.Background()
-	kinds := []string{"", "email", "email ", "Email", "é日本", strings.Repeat("k", queue.MaxKindLen), "a\xffb"}
+	kinds := []string{"", "email", "email ", "Email", "é日本", strings.Repeat("k", queue.MaxKindLen)}
 	var jobs []queue.NewJob
 	for i, k := range kinds {
 		jobs = append(jobs, queue.NewJob{Queue: "k", Kind: k, Payload: []byte{byte(i)}, DedupeKey: "key" + string(rune('a'+i))})
@@ -64,7 +64,7 @@ func TestKindsTravelWithJobs(t *testing.T) {
 	check("Jobs", all)
 	for _, f := range []queue.JobFilter{
 		{Kind: "email "}, {Queue: "k", Kind: "email"}, {Queue: "k", State: queue.StateReady, Kind: "Email"},
-		{State: queue.StateReady, Kind: "é日本"}, {Kind: "a\xffb"}, {Kind: strings.Repeat("k", queue.MaxKindLen)},
+		{State: queue.StateReady, Kind: "é日本"}, {Kind: strings.Repeat("k", queue.MaxKindLen)},
 	} {
 		got, err := q.Jobs(ctx, f)
 		if err != nil {

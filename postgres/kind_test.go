@@ -136,8 +136,8 @@ func testKindTravels(t *testing.T, s Strategy) {
 			}
 		}
 	}
-	if jobs, err := q.Jobs(ctx, queue.JobFilter{Kind: "bad\xff", Limit: 100}); err != nil || len(jobs) != 0 {
-		t.Errorf("Jobs(kind not UTF-8) = %d jobs, %v; want none, no error", len(jobs), err)
+	if jobs, err := q.Jobs(ctx, queue.JobFilter{Kind: "bad\xff", Limit: 100}); !errors.Is(err, queue.ErrInvalidJob) || len(jobs) != 0 {
+		t.Errorf("Jobs(kind not UTF-8) = %d jobs, %v; want ErrInvalidJob", len(jobs), err)
 	}
 
 	byKind, err := q.StatsByKind(ctx)
