@@ -89,6 +89,11 @@ type Config struct {
 	// cancels the handlers of every job it held. Default 3s. Unused by
 	// SkipLocked, whose leases the Worker renews every third of Lease.
 	LockCheck time.Duration
+	// HorizonWarn is how long a session or prepared transaction may hold
+	// the MVCC horizon back before the "horizon" probe of queue.Check
+	// (dbq check) fails: while it is held, vacuum cannot remove the dead
+	// rows of completed jobs. Default 5m ([DefaultHorizonWarn]).
+	HorizonWarn time.Duration
 }
 
 // DefaultLockCheck is Config.LockCheck's default.
@@ -105,6 +110,9 @@ func (c Config) Validate() error {
 	}
 	if c.LockCheck != 0 && c.LockCheck < 3*time.Millisecond {
 		return fmt.Errorf("%w: postgres: LockCheck %v < 3ms", queue.ErrInvalidConfig, c.LockCheck)
+	}
+	if c.HorizonWarn < 0 {
+		return fmt.Errorf("%w: postgres: HorizonWarn %v < 0", queue.ErrInvalidConfig, c.HorizonWarn)
 	}
 	return nil
 }
@@ -224,6 +232,9 @@ func newDriver(pool *pgxpool.Pool, own bool, cfg Config) (*Driver, error) {
 	cfg.Config = cfg.Config.WithDefaults()
 	if cfg.LockCheck == 0 {
 		cfg.LockCheck = DefaultLockCheck
+	}
+	if cfg.HorizonWarn == 0 {
+		cfg.HorizonWarn = DefaultHorizonWarn
 	}
 	stmts, err := loadStatements(cfg.Names())
 	if err != nil {

@@ -41,6 +41,9 @@ type statements struct {
 
 	// Schedules (schedule.go).
 	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused string
+
+	// Health (health.go).
+	healthHolders, healthTable string
 }
 
 // jobsFilter is jobs.sql's data: a queue filter or not, a kind filter or
@@ -128,6 +131,8 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"schedule_advance":    &s.scheduleAdvance,
 		"schedules":           &s.scheduleList,
 		"schedule_set_paused": &s.scheduleSetPaused,
+		"health_holders":      &s.healthHolders,
+		"health_table":        &s.healthTable,
 	})
 	if err != nil {
 		return nil, err
