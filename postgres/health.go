@@ -22,8 +22,9 @@ const DefaultHorizonWarn = 5 * time.Minute
 // backend_xid, replication slots, prepared transactions) and the jobs
 // table's statistics (health_table.sql: pg_stat_user_tables). Without
 // pg_read_all_stats (or pg_monitor, which includes it) other roles'
-// sessions show no xmin and are missing from the holders; the report says
-// so in AllSessions. The row counts are the statistics system's, which
+// sessions show their backend_xmin but neither state nor xact_start, so
+// they are listed with no age; the report says so in FullView. Slots,
+// prepared transactions and the table statistics need no grant. The row counts are the statistics system's, which
 // each backend flushes when it goes idle, at most once a second, so they
 // trail the table by up to a few seconds.
 func (d *Driver) Health(ctx context.Context) (queue.Health, error) {
@@ -32,7 +33,7 @@ func (d *Driver) Health(ctx context.Context) (queue.Health, error) {
 	}
 	var h queue.Health
 	var lastAV, lastAA, lastV, lastA pgtype.Timestamptz
-	err := d.pool.QueryRow(ctx, d.stmts.healthTable).Scan(&h.At, &h.AllSessions,
+	err := d.pool.QueryRow(ctx, d.stmts.healthTable).Scan(&h.At, &h.FullView,
 		&h.Table.LiveRows, &h.Table.DeadRows, &lastAV, &lastAA, &lastV, &lastA)
 	if err != nil {
 		return queue.Health{}, failed(ctx, "health", err)
@@ -99,8 +100,8 @@ func checkHealth(h queue.Health, warn time.Duration) []queue.CheckResult {
 				"every dead row of the jobs table and claims slow down; see docs/postgres-health.md"
 		}
 	}
-	if !h.AllSessions {
-		hz.Saw += " (other roles' sessions are not visible: grant pg_monitor to see them)"
+	if !h.FullView {
+		hz.Saw += " (other roles' sessions show no start time, so they are not judged by age: grant the account pg_monitor)"
 	}
 	t := h.Table
 	dead := queue.CheckResult{Name: "dead rows", OK: !t.TooManyDead(),

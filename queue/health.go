@@ -20,11 +20,12 @@ type Health struct {
 	// by XIDAge, oldest first, at most MaxHolders of them. Empty when
 	// nothing but short statements runs.
 	Holders []HorizonHolder `json:"holders"`
-	// AllSessions is false when the account may not see other roles'
-	// sessions (PostgreSQL: without pg_read_all_stats, which pg_monitor
-	// includes): Holders then lists only the account's own sessions, the
-	// replication slots and the prepared transactions.
-	AllSessions bool `json:"all_sessions"`
+	// FullView is true when the account sees every session's state and
+	// transaction start (PostgreSQL: pg_read_all_stats, which pg_monitor
+	// includes; superusers have it). Without it other roles' sessions are
+	// listed with their pid, user, application and XIDAge but no State,
+	// Since or Age, so they cannot be judged by time.
+	FullView bool `json:"full_view"`
 	// Table is the jobs table's row counts and upkeep.
 	Table TableHealth `json:"table"`
 }

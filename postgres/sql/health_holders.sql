@@ -5,8 +5,8 @@
 -- hot_standby_feedback without a slot), but not this statement's own;
 -- replication slots, whose xmin holds every database back and whose
 -- catalog_xmin holds back the system catalogs only; prepared transactions
--- of this database. Other roles' sessions show their xmin only to a role
--- with pg_read_all_stats. At most 10 (queue.MaxHolders), the oldest in
+-- of this database. Other roles' sessions show their xmin to every role,
+-- but their state and xact_start only to one with pg_read_all_stats. At most 10 (queue.MaxHolders), the oldest in
 -- transaction ids first.
 WITH holders AS (
     SELECT 'session' AS kind, a.pid, '' AS name, coalesce(a.state, '') AS state,

@@ -1,6 +1,6 @@
 -- The jobs table's row estimates and upkeep from the statistics system
 -- (health.go), with the server's clock and whether this role sees every
--- session's snapshot in pg_stat_activity (pg_read_all_stats, part of
+-- session's state and xact_start in pg_stat_activity (pg_read_all_stats, part of
 -- pg_monitor; superusers have it). One row even before the table has
 -- statistics; a missing table fails the regclass cast.
 SELECT now(), pg_has_role('pg_read_all_stats', 'USAGE'),
