@@ -82,10 +82,7 @@ func (d *Driver) Check(ctx context.Context) []queue.CheckResult {
 // which the replica shows, so it is reported, not failed. The dead rows
 // probe fails when queue.TableHealth.TooManyDead.
 func checkHealth(h queue.Health, warn time.Duration) []queue.CheckResult {
-	hz := queue.CheckResult{Name: "horizon", OK: true, Saw: "nothing holds the MVCC horizon back"}
-	if old, ok := h.Oldest(); ok {
-		hz.Saw = "oldest holder of the MVCC horizon: " + old.String()
-	}
+	hz := queue.CheckResult{Name: "horizon", OK: true, Saw: h.HorizonSummary()}
 	for _, x := range h.Holders {
 		switch {
 		case !x.Holds():
@@ -103,20 +100,10 @@ func checkHealth(h queue.Health, warn time.Duration) []queue.CheckResult {
 	if !h.FullView {
 		hz.Saw += " (other roles' sessions show no start time, so they are not judged by age: grant the account pg_monitor)"
 	}
-	t := h.Table
-	dead := queue.CheckResult{Name: "dead rows", OK: !t.TooManyDead(),
-		Saw: fmt.Sprintf("the jobs table has about %d dead and %d live rows; last autovacuum %s", t.DeadRows, t.LiveRows, when(t.LastAutovacuum, h.At))}
+	dead := queue.CheckResult{Name: "dead rows", OK: !h.Table.TooManyDead(), Saw: h.TableSummary()}
 	if !dead.OK {
 		dead.Fix = fmt.Sprintf("more than max(%d, 2 × live rows) dead rows: see that autovacuum is on and that nothing holds the horizon, "+
 			"then VACUUM the table; see docs/postgres-health.md", queue.DeadRowsWarn)
 	}
 	return []queue.CheckResult{hz, dead}
-}
-
-// when says how long before now t was, or "never".
-func when(t, now time.Time) string {
-	if t.IsZero() {
-		return "never"
-	}
-	return now.Sub(t).Round(time.Second).String() + " ago"
 }

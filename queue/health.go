@@ -73,7 +73,7 @@ type HorizonHolder struct {
 	// Age is how long ago Since was: for a session, an upper bound on its
 	// snapshot's age (a READ COMMITTED transaction takes a new snapshot
 	// per statement); 0 when Since is zero.
-	Age time.Duration `json:"age"`
+	Age time.Duration `json:"age_ns"`
 	// XIDAge is how many transaction ids the database has handed out since
 	// the oldest one this holder keeps visible: the gap vacuum cannot
 	// close.
@@ -137,6 +137,32 @@ func (h Health) Oldest() (HorizonHolder, bool) {
 		}
 	}
 	return best, found
+}
+
+// HorizonSummary says in one line what has held the jobs table's horizon
+// back longest, or that nothing holds it.
+func (h Health) HorizonSummary() string {
+	old, ok := h.Oldest()
+	if !ok {
+		return "nothing holds the MVCC horizon back"
+	}
+	return "oldest holder of the MVCC horizon: " + old.String()
+}
+
+// TableSummary says in one line how many dead and live rows the jobs table
+// has and when autovacuum last came by.
+func (h Health) TableSummary() string {
+	t := h.Table
+	return fmt.Sprintf("the jobs table has about %d dead and %d live rows; last autovacuum %s, last autoanalyze %s",
+		t.DeadRows, t.LiveRows, ago(t.LastAutovacuum, h.At), ago(t.LastAutoanalyze, h.At))
+}
+
+// ago says how long before now t was, or "never".
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return now.Sub(t).Round(time.Second).String() + " ago"
 }
 
 // XIDAge is the age in transaction ids of the jobs table's horizon: the
