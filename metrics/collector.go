@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,7 +15,8 @@ import (
 // CollectorConfig tunes a QueueCollector. The zero value means the
 // defaults its fields document.
 type CollectorConfig struct {
-	// Timeout bounds the Queue.Stats call of one scrape. Default 5s.
+	// Timeout bounds the Queue.Stats (and Queue.Health) calls of one
+	// scrape. Default 5s.
 	Timeout time.Duration
 	// Logger receives failed scrapes. Default: the Queue's logger.
 	Logger *slog.Logger
@@ -29,7 +31,10 @@ type CollectorConfig struct {
 // QueueCollector is a prometheus.Collector that reports every queue of a
 // Queue's table — jobs ready, scheduled, held and dead, whether it is
 // paused, and the oldest ready job's wait — by calling Queue.Stats on each
-// scrape. Concurrent scrapes share one Stats call at a time, so a slow
+// scrape. Where the driver reports the database's health
+// (queue.HealthReporter: PostgreSQL) it also reports, from Queue.Health,
+// how long the MVCC horizon has been held and the jobs table's dead and
+// live rows. Concurrent scrapes share one Stats call at a time, so a slow
 // database is not queried more often than its count finishes.
 type QueueCollector struct {
 	q       *queue.Queue
@@ -54,6 +59,17 @@ var (
 		[]string{"queue", "kind", "state"}, nil)
 	upDesc = prometheus.NewDesc("dbq_queue_stats_up",
 		"1 when this scrape's count of stored jobs succeeded, 0 when it failed or timed out.", nil, nil)
+
+	// The database's health (queue.Health), where the driver reports it.
+	horizonAgeDesc = prometheus.NewDesc("dbq_db_horizon_age_seconds",
+		"How long the session or prepared transaction that has held the database's MVCC horizon back longest has been open; 0 when none.", nil, nil)
+	horizonXIDDesc = prometheus.NewDesc("dbq_db_horizon_xid_age",
+		"Age in transaction ids of the oldest horizon holding back vacuum of the jobs table (sessions, replication slots, prepared transactions); 0 when none.", nil, nil)
+	deadRowsDesc = prometheus.NewDesc("dbq_jobs_table_dead_rows",
+		"Dead rows of the jobs table that vacuum has not yet removed, as the database's statistics estimate them.", nil, nil)
+	liveRowsDesc = prometheus.NewDesc("dbq_jobs_table_live_rows",
+		"Live rows of the jobs table, as the database's statistics estimate them.", nil, nil)
+	healthDescs = []*prometheus.Desc{horizonAgeDesc, horizonXIDDesc, deadRowsDesc, liveRowsDesc}
 )
 
 // NewQueueCollector returns a collector over q. Register it with
@@ -70,7 +86,7 @@ func NewQueueCollector(q *queue.Queue, cfg CollectorConfig) *QueueCollector {
 
 // Describe sends the collector's metric descriptions.
 func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsDesc, pausedDesc, oldestDesc, upDesc} {
+	for _, d := range append([]*prometheus.Desc{jobsDesc, pausedDesc, oldestDesc, upDesc}, healthDescs...) {
 		ch <- d
 	}
 	if c.byKind {
@@ -80,9 +96,10 @@ func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect counts the queues' jobs and sends the gauges. A failed count
 // sends only dbq_queue_stats_up 0, so the rest of the scrape — the worker
-// metrics — still gets through.
+// metrics — still gets through. A failed health report is logged and its
+// gauges left out.
 func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
-	stats, kinds, err := c.stats()
+	stats, kinds, health, err := c.stats()
 	if err != nil {
 		c.log.Warn("dbq: metrics: counting jobs failed", "err", err)
 		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
@@ -111,6 +128,20 @@ func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(kindDesc, prometheus.GaugeValue, float64(st.n), s.Queue, s.Kind, st.state)
 		}
 	}
+	if health != nil {
+		old, _ := health.Oldest()
+		for _, g := range [...]struct {
+			d *prometheus.Desc
+			v float64
+		}{
+			{horizonAgeDesc, old.Age.Seconds()},
+			{horizonXIDDesc, float64(health.XIDAge())},
+			{deadRowsDesc, float64(health.Table.DeadRows)},
+			{liveRowsDesc, float64(health.Table.LiveRows)},
+		} {
+			ch <- prometheus.MustNewConstMetric(g.d, prometheus.GaugeValue, g.v)
+		}
+	}
 }
 
 // boundKinds keeps the first MaxKinds queue and kind pairs of st and sums
@@ -134,20 +165,35 @@ func boundKinds(st []queue.KindStats) []queue.KindStats {
 	return out
 }
 
-func (c *QueueCollector) stats() ([]queue.QueueStats, []queue.KindStats, error) {
+// stats reads the counts, the counts by kind when asked, and the health
+// report when the driver has one (nil otherwise, or when it failed).
+func (c *QueueCollector) stats() ([]queue.QueueStats, []queue.KindStats, *queue.Health, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	// Waiting for another scrape's count counts against the timeout too.
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, nil, fmt.Errorf("dbq: waiting for another scrape's count: %w", ctx.Err())
+		return nil, nil, nil, fmt.Errorf("dbq: waiting for another scrape's count: %w", ctx.Err())
 	}
 	defer func() { <-c.sem }()
 	st, err := c.q.Stats(ctx)
-	if err != nil || !c.byKind {
-		return st, nil, err
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	kinds, err := c.q.StatsByKind(ctx)
-	return st, kinds, err
+	var kinds []queue.KindStats
+	if c.byKind {
+		if kinds, err = c.q.StatsByKind(ctx); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	h, err := c.q.Health(ctx)
+	switch {
+	case errors.Is(err, queue.ErrUnsupported):
+		return st, kinds, nil, nil
+	case err != nil:
+		c.log.Warn("dbq: metrics: reading the database's health failed", "err", err)
+		return st, kinds, nil, nil
+	}
+	return st, kinds, &h, nil
 }

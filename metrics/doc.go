@@ -23,7 +23,17 @@
 //
 // and, without a queue label, dbq_queue_stats_up: 1 when the last scrape's
 // Queue.Stats succeeded, 0 when it failed or timed out (the per-queue
-// gauges are then absent from that scrape).
+// gauges are then absent from that scrape). Where the driver reports the
+// database's health (queue.HealthReporter: PostgreSQL), four more gauges
+// without labels, from Queue.Health:
+//
+//	dbq_db_horizon_age_seconds   how long the oldest session or prepared
+//	                             transaction holding the MVCC horizon has been open
+//	dbq_db_horizon_xid_age       the horizon's age in transaction ids
+//	dbq_jobs_table_dead_rows     dead rows vacuum has not removed (estimate)
+//	dbq_jobs_table_live_rows     live rows (estimate)
+//
+// See docs/postgres-health.md for what to alert on.
 //
 // Every run counts once, under the outcome it ended with; a lease lost
 // while the handler runs is counted when the run ends, as lease_lost.
