@@ -138,6 +138,17 @@
 // running, and a claim either took effect and returns its jobs or left
 // nothing behind: no lock, no claimed row.
 //
+// # Health
+//
+// The Driver is a queue.HealthReporter and a queue.Checker: Health tells
+// what holds the MVCC horizon back (sessions of pg_stat_activity,
+// replication slots, prepared transactions) and the jobs table's dead and
+// live rows (pg_stat_user_tables), and Check adds the "horizon" probe
+// (failing past Config.HorizonWarn, default 5m) and the "dead rows" probe
+// to queue.Check. A role without pg_read_all_stats (pg_monitor) sees other
+// roles' sessions without their start, so not their age. See
+// docs/postgres-health.md.
+//
 // # Files
 //
 // Each step has the file of the same name in every dialect's folder:
@@ -146,5 +157,6 @@
 // claim_advisory.go and claim_skiplocked.go, rescue.go, admin.go,
 // schedule.go, move.go, errors.go, and sql.go, the table of statements:
 // one file each in sql/, and sql/move/ for package move, rendered by
-// dialect.LoadSQL. waker.go (LISTEN/NOTIFY) is this dialect's own.
+// dialect.LoadSQL. waker.go (LISTEN/NOTIFY) and health.go are this
+// dialect's own.
 package postgres
