@@ -82,7 +82,7 @@ func (d *Driver) Check(ctx context.Context) []queue.CheckResult {
 // which the replica shows, so it is reported, not failed. The dead rows
 // probe fails when queue.TableHealth.TooManyDead.
 func checkHealth(h queue.Health, warn time.Duration) []queue.CheckResult {
-	hz := queue.CheckResult{Name: "horizon", OK: true, Saw: h.HorizonSummary()}
+	hz := queue.CheckResult{Name: "horizon", OK: true, Saw: "MVCC horizon " + h.HorizonSummary()}
 	for _, x := range h.Holders {
 		switch {
 		case !x.Holds():
@@ -100,7 +100,7 @@ func checkHealth(h queue.Health, warn time.Duration) []queue.CheckResult {
 	if !h.FullView {
 		hz.Saw += " (other roles' sessions show no start time, so they are not judged by age: grant the account pg_monitor)"
 	}
-	dead := queue.CheckResult{Name: "dead rows", OK: !h.Table.TooManyDead(), Saw: h.TableSummary()}
+	dead := queue.CheckResult{Name: "dead rows", OK: !h.Table.TooManyDead(), Saw: "jobs table: " + h.TableSummary()}
 	if !dead.OK {
 		dead.Fix = fmt.Sprintf("more than max(%d, 2 × live rows) dead rows: see that autovacuum is on and that nothing holds the horizon, "+
 			"then VACUUM the table; see docs/postgres-health.md", queue.DeadRowsWarn)

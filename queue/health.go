@@ -140,20 +140,20 @@ func (h Health) Oldest() (HorizonHolder, bool) {
 }
 
 // HorizonSummary says in one line what has held the jobs table's horizon
-// back longest, or that nothing holds it.
+// back longest ("held longest by session pid …"), or that nothing holds it.
 func (h Health) HorizonSummary() string {
 	old, ok := h.Oldest()
 	if !ok {
-		return "nothing holds the MVCC horizon back"
+		return "nothing holds it back"
 	}
-	return "oldest holder of the MVCC horizon: " + old.String()
+	return "held longest by " + old.String()
 }
 
 // TableSummary says in one line how many dead and live rows the jobs table
 // has and when autovacuum last came by.
 func (h Health) TableSummary() string {
 	t := h.Table
-	return fmt.Sprintf("the jobs table has about %d dead and %d live rows; last autovacuum %s, last autoanalyze %s",
+	return fmt.Sprintf("about %d dead and %d live rows; last autovacuum %s, last autoanalyze %s",
 		t.DeadRows, t.LiveRows, ago(t.LastAutovacuum, h.At), ago(t.LastAutoanalyze, h.At))
 }
 

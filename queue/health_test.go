@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -75,7 +74,7 @@ func TestHealthOldest(t *testing.T) {
 	if h.XIDAge() != 80 {
 		t.Errorf("XIDAge = %d, want 80 (the logical slot holds only the catalogs)", h.XIDAge())
 	}
-	want := `oldest holder of the MVCC horizon: session pid 42 (idle in transaction, application "report", user app), open 3m0s, xid age 50`
+	want := `held longest by session pid 42 (idle in transaction, application "report", user app), open 3m0s, xid age 50`
 	if got := h.HorizonSummary(); got != want {
 		t.Errorf("HorizonSummary:\n got %s\nwant %s", got, want)
 	}
@@ -85,11 +84,11 @@ func TestHealthOldest(t *testing.T) {
 	if _, ok := (queue.Health{Holders: []queue.HorizonHolder{logical}}).Oldest(); ok {
 		t.Error("a logical slot's catalog_xmin is taken for the jobs table's horizon")
 	}
-	if got := (queue.Health{}).HorizonSummary(); !strings.Contains(got, "nothing holds") {
+	if got := (queue.Health{}).HorizonSummary(); got != "nothing holds it back" {
 		t.Errorf("HorizonSummary of nothing: %s", got)
 	}
 	tab := queue.Health{At: now, Table: queue.TableHealth{DeadRows: 10, LiveRows: 5, LastAutovacuum: now.Add(-time.Minute)}}
-	if got := tab.TableSummary(); got != "the jobs table has about 10 dead and 5 live rows; last autovacuum 1m0s ago, last autoanalyze never" {
+	if got := tab.TableSummary(); got != "about 10 dead and 5 live rows; last autovacuum 1m0s ago, last autoanalyze never" {
 		t.Errorf("TableSummary: %s", got)
 	}
 }

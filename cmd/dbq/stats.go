@@ -101,7 +101,7 @@ func healthLines(w io.Writer, h queue.Health) error {
 	if h.Table.TooManyDead() {
 		warn = fmt.Sprintf(" — more than max(%d, 2 × live): see `dbq check`", queue.DeadRowsWarn)
 	}
-	_, err := fmt.Fprintf(w, "horizon: %s\njobs table: %s%s\n", h.HorizonSummary(), h.TableSummary(), warn)
+	_, err := fmt.Fprintf(w, "MVCC horizon: %s\njobs table: %s%s\n", h.HorizonSummary(), h.TableSummary(), warn)
 	return err
 }
 

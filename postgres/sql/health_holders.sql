@@ -33,7 +33,7 @@ WITH holders AS (
     WHERE p.database = current_database()
 )
 SELECT kind, pid, name, state, application, usr, since,
-       coalesce(extract(epoch FROM now() - since), 0)::float8 AS age_seconds,
+       greatest(coalesce(extract(epoch FROM clock_timestamp() - since), 0), 0)::float8 AS age_seconds,
        xid_age::int8, catalog_only
 FROM holders
 ORDER BY xid_age DESC, since
