@@ -12,6 +12,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/migrations"
@@ -32,50 +33,55 @@ type Options struct {
 	// default) or "updlock". Empty means the dialect's default; a name the
 	// dialect does not have is an ErrInvalidConfig.
 	Strategy string
+	// HorizonWarn is PostgreSQL's postgres.Config.HorizonWarn: how long a
+	// session or prepared transaction may hold the MVCC horizon back before
+	// queue.Check's "horizon" probe fails. Default 5m; the other dialects
+	// have no such probe.
+	HorizonWarn time.Duration
 }
 
 // opener is one dialect's constructors: the table Open and OpenDB read.
 type opener struct {
-	open   func(ctx context.Context, dsn string, cfg queue.Config, strategy string) (*queue.Queue, error)
+	open   func(ctx context.Context, dsn string, opts Options) (*queue.Queue, error)
 	openDB func(dsn string) (*sql.DB, error)
 }
 
 var openers = map[dialect.Name]opener{
 	dialect.Postgres: {
-		open: func(ctx context.Context, dsn string, cfg queue.Config, strategy string) (*queue.Queue, error) {
-			s, err := postgres.ParseStrategy(strategy)
+		open: func(ctx context.Context, dsn string, opts Options) (*queue.Queue, error) {
+			s, err := postgres.ParseStrategy(opts.Strategy)
 			if err != nil {
 				return nil, err
 			}
-			return postgres.Open(ctx, dsn, postgres.Config{Config: cfg, Strategy: s})
+			return postgres.Open(ctx, dsn, postgres.Config{Config: opts.Config, Strategy: s, HorizonWarn: opts.HorizonWarn})
 		},
 		openDB: postgres.OpenDB,
 	},
 	dialect.MySQL: {
-		open: func(ctx context.Context, dsn string, cfg queue.Config, strategy string) (*queue.Queue, error) {
-			if err := oneStrategy(dialect.MySQL, strategy); err != nil {
+		open: func(ctx context.Context, dsn string, opts Options) (*queue.Queue, error) {
+			if err := oneStrategy(dialect.MySQL, opts.Strategy); err != nil {
 				return nil, err
 			}
-			return mysql.Open(ctx, dsn, mysql.Config{Config: cfg})
+			return mysql.Open(ctx, dsn, mysql.Config{Config: opts.Config})
 		},
 		openDB: mysql.OpenDB,
 	},
 	dialect.MSSQL: {
-		open: func(ctx context.Context, dsn string, cfg queue.Config, strategy string) (*queue.Queue, error) {
-			s, err := mssql.ParseStrategy(strategy)
+		open: func(ctx context.Context, dsn string, opts Options) (*queue.Queue, error) {
+			s, err := mssql.ParseStrategy(opts.Strategy)
 			if err != nil {
 				return nil, err
 			}
-			return mssql.Open(ctx, dsn, mssql.Config{Config: cfg, Strategy: s})
+			return mssql.Open(ctx, dsn, mssql.Config{Config: opts.Config, Strategy: s})
 		},
 		openDB: mssql.OpenDB,
 	},
 	dialect.SQLite: {
-		open: func(ctx context.Context, dsn string, cfg queue.Config, strategy string) (*queue.Queue, error) {
-			if err := oneStrategy(dialect.SQLite, strategy); err != nil {
+		open: func(ctx context.Context, dsn string, opts Options) (*queue.Queue, error) {
+			if err := oneStrategy(dialect.SQLite, opts.Strategy); err != nil {
 				return nil, err
 			}
-			return sqlite.Open(ctx, dsn, sqlite.Config{Config: cfg})
+			return sqlite.Open(ctx, dsn, sqlite.Config{Config: opts.Config})
 		},
 		openDB: sqlite.OpenDB,
 	},
@@ -109,7 +115,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*queue.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return o.open(ctx, dsn, opts.Config, opts.Strategy)
+	return o.open(ctx, dsn, opts)
 }
 
 // Migrator returns the goose provider for the job schema in the database dsn

@@ -28,7 +28,7 @@ job comes back; and the dialect's own probes (a row one session locks with
 FOR UPDATE is skipped by another's SKIP LOCKED; PostgreSQL's advisory claimer
 has a session of its own, not a transaction pooler's; on PostgreSQL, that no
 session or prepared transaction has held the MVCC horizon back for more than 5
-minutes, no inactive replication slot holds it, and the jobs table has no more
+minutes (--horizon-warn), no inactive replication slot holds it, and the jobs table has no more
 than max(100,000, 2 × live) dead rows: see docs/postgres-health.md). It works in a queue of
 its own, dbq.check.<random>, and leaves no job behind. Each probe prints what
 it saw and, when it failed, what to do; the exit status is 1 when any failed.
@@ -58,6 +58,8 @@ migrate up runs it after migrating.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().DurationVar(&g.horizonWarn, "horizon-warn", 0,
+		"PostgreSQL: fail the horizon probe when a session or prepared transaction has held the MVCC horizon back longer (default 5m)")
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // TestStatsAndCheckReportHealth: on PostgreSQL, dbq stats prints the
 // horizon and jobs table lines after its table, stats --health --json
 // lists a held snapshot's session, and check runs the horizon and dead
-// rows probes; on SQLite, which reports no health, there is no line and no
+// rows probes, the horizon probe failing past --horizon-warn; on SQLite, which reports no health, there is no line and no
 // probe, and stats --health says it is unsupported. MySQL is left to the
 // JSON shape test.
 func TestStatsAndCheckReportHealth(t *testing.T) {
@@ -72,6 +73,16 @@ func TestStatsAndCheckReportHealth(t *testing.T) {
 			out = mustRun(t, "", append(slices.Clone(g), "stats", "--health")...)
 			if !strings.HasPrefix(out, "MVCC horizon: held longest by ") || strings.Contains(out, "QUEUE") {
 				t.Errorf("stats --health:\n%s", out)
+			}
+			// Held past --horizon-warn, the probe fails and says what to do;
+			// under a threshold above its age, it passes.
+			time.Sleep(1100 * time.Millisecond)
+			out, err = dbqCmd(ctx, "", append(slices.Clone(g), "check", "--horizon-warn", "1s")...)
+			if !errors.Is(err, errCheckFailed) || !regexp.MustCompile(`\nhorizon +FAILED`).MatchString(out) || !strings.Contains(out, "idle_in_transaction_session_timeout") {
+				t.Errorf("check --horizon-warn 1s with a snapshot held over 1s: %v\n%s", err, out)
+			}
+			if out := mustRun(t, "", append(slices.Clone(g), "check", "--horizon-warn", "1h")...); strings.Contains(out, "FAILED") {
+				t.Errorf("check --horizon-warn 1h:\n%s", out)
 			}
 		})
 	}

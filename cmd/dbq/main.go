@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/dbqueue/dbq"
 	"github.com/dbqueue/dbq/dialect"
@@ -29,6 +30,8 @@ type globals struct {
 	prefix   string
 	strategy string
 	verbose  bool
+	// horizonWarn is check's --horizon-warn (0: the default).
+	horizonWarn time.Duration
 
 	// force is closed by a second SIGINT or SIGTERM; nil in tests.
 	force <-chan struct{}
@@ -55,7 +58,7 @@ func (g *globals) open(ctx context.Context, cfg queue.Config) (*queue.Queue, err
 	if err := mustExist(g.dsn); err != nil {
 		return nil, err
 	}
-	return dbq.Open(ctx, g.dsn, dbq.Options{Config: cfg, Strategy: g.strategy})
+	return dbq.Open(ctx, g.dsn, dbq.Options{Config: cfg, Strategy: g.strategy, HorizonWarn: g.horizonWarn})
 }
 
 // mustExist refuses a SQLite DSN whose file is missing: the driver would
