@@ -396,13 +396,16 @@ type lockedRow struct {
 // A walk from the head reads past two kinds of rows before it finds free
 // ones: with many claimers, the jobs the others hold (work that grows with
 // claimers times their batches); and, until vacuum, the claim index's
-// entries for every job completed since. So after a walk that locked all
-// n it asked for, the next one starts at the first row it locked (jobs
-// before it were taken or held then). A resumed walk that finds nothing is
-// followed at once by one from the head; one that finds fewer than n
-// jobs, and every resumeEvery-th walk, leaves the next to start at the
-// head, where jobs released behind the start come back. Lower priority
-// numbers are read from their start in every walk.
+// entries for every job completed since — all of them while a long
+// transaction anywhere on the server holds the MVCC horizon. So after a
+// walk that locked jobs, the next one starts at the first row it locked
+// (jobs before it were taken or held then). A walk starts at the head
+// instead, where jobs released behind the start come back, on every
+// resumeEvery-th claim, after this claimer released jobs, and at once
+// when a resumed walk finds nothing. A walk that finds fewer than n keeps
+// the resume point: a queue its workers keep nearly empty would otherwise
+// walk every dead entry on nearly every claim.
+// Lower priority numbers are read from their start in every walk.
 func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]lockedRow, error) {
 	heldIDs := make([]int64, 0, len(c.held))
 	for id := range c.held {
@@ -430,11 +433,8 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 		if err != nil {
 			return nil, err
 		}
-		cur.resume = nil
 		if len(locked) > 0 {
 			c.skipped.Add(int64(locked[len(locked)-1].Skipped))
-		}
-		if len(locked) == n && n > 0 {
 			first := locked[0]
 			for _, l := range locked[1:] {
 				if cmp.Or(cmp.Compare(l.Priority, first.Priority), l.RunAt.Compare(first.RunAt), cmp.Compare(l.ID, first.ID)) < 0 {
@@ -442,8 +442,11 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 				}
 			}
 			cur.resume = &first
+		} else if from == nil {
+			cur.resume = nil
 		}
 		if from != nil && len(locked) == 0 {
+			cur.resume = nil
 			continue // nothing past the resume point: walk from the head
 		}
 		return locked, nil
@@ -626,6 +629,9 @@ func (c *AdvisoryClaimer) Release(ctx context.Context, leases []queue.Lease) err
 		return err
 	}
 	c.release(valid)
+	// Released jobs keep their place, likely behind the resume points:
+	// the next walks start at the head.
+	clear(c.cursors)
 	return queue.LostLeases(leases, valid)
 }
 
