@@ -41,6 +41,10 @@ type statements struct {
 
 	// Schedules (schedule.go).
 	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused string
+
+	// Activity (activity.go).
+	activityAdd, activity, activityPrune                 string
+	processTouch, processRemove, processPrune, processes string
 }
 
 // jobsFilter is jobs.sql's data: a queue filter or not, a kind filter or
@@ -128,6 +132,13 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"schedule_advance":    &s.scheduleAdvance,
 		"schedules":           &s.scheduleList,
 		"schedule_set_paused": &s.scheduleSetPaused,
+		"activity_add":        &s.activityAdd,
+		"activity":            &s.activity,
+		"activity_prune":      &s.activityPrune,
+		"process_touch":       &s.processTouch,
+		"process_remove":      &s.processRemove,
+		"process_prune":       &s.processPrune,
+		"processes":           &s.processes,
 	})
 	if err != nil {
 		return nil, err
