@@ -157,6 +157,9 @@ type Activity struct {
 	workers map[*Worker]workerSlot // the running Workers
 	pending map[activityKey]ActivityCount
 	running atomic.Bool
+	// kick asks Run to flush now: a Worker started or stopped, which the
+	// process row should show without waiting for the next flush.
+	kick chan struct{}
 }
 
 type workerSlot struct {
@@ -213,7 +216,7 @@ func NewActivity(q *Queue, cfg ActivityConfig) (*Activity, error) {
 	return &Activity{
 		q: q, store: s, cfg: cfg, log: cfg.Logger, id: hex.EncodeToString(b), start: time.Now().UTC(),
 		byQueue: map[string]*queueActivity{}, workers: map[*Worker]workerSlot{},
-		pending: map[activityKey]ActivityCount{},
+		pending: map[activityKey]ActivityCount{}, kick: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -250,15 +253,24 @@ func (a *Activity) join(w *Worker) (leave func()) {
 	a.mu.Lock()
 	a.workers[w] = workerSlot{w.cfg.Queue, w.cfg.Concurrency}
 	a.mu.Unlock()
+	a.flushSoon()
 	return func() {
 		a.mu.Lock()
 		delete(a.workers, w)
 		a.mu.Unlock()
+		a.flushSoon()
 	}
 }
 
-// Run flushes every FlushInterval (and after each minute's end) until ctx
-// ends, then flushes once more and removes the process's row. A failed
+func (a *Activity) flushSoon() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run flushes every FlushInterval, after each minute's end, and when a
+// Worker starts or stops (so the process row shows it), until ctx ends, then flushes once more and removes the process's row. A failed
 // flush is logged and its counts kept for the next. It returns nil, or
 // ErrInvalidConfig when this Activity already runs.
 func (a *Activity) Run(ctx context.Context) error {
@@ -278,10 +290,17 @@ func (a *Activity) Run(ctx context.Context) error {
 			failing = false
 		}
 		now := time.Now()
-		wait := min(a.cfg.FlushInterval, now.Truncate(time.Minute).Add(time.Minute).Sub(now))
-		if !sleep(ctx, wait) {
-			break
+		wait := time.NewTimer(min(a.cfg.FlushInterval, now.Truncate(time.Minute).Add(time.Minute).Sub(now)))
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+		case <-a.kick:
+			wait.Stop()
+			continue
+		case <-wait.C:
+			continue
 		}
+		break
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
