@@ -12,17 +12,6 @@ import (
 
 var _ queue.ActivityStore = (*Driver)(nil)
 
-// The activity statements (sql/activity*.sql, sql/process*.sql).
-const (
-	sqlActivityAdd   = "activity_add"
-	sqlActivity      = "activity"
-	sqlActivityPrune = "activity_prune"
-	sqlProcessTouch  = "process_touch"
-	sqlProcessRemove = "process_remove"
-	sqlProcessPrune  = "process_prune"
-	sqlProcesses     = "processes"
-)
-
 // AddActivity adds counts to their rows in one MERGE
 // (sql/activity_add.sql), run again if chosen as a deadlock victim.
 func (d *Driver) AddActivity(ctx context.Context, counts []queue.ActivityCount) error {

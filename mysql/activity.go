@@ -10,18 +10,8 @@ import (
 
 var _ queue.ActivityStore = (*Driver)(nil)
 
-// The activity statements (sql/activity*.sql, sql/process*.sql).
-const (
-	sqlActivityAdd   = "activity_add"
-	sqlActivity      = "activity"
-	sqlActivityPrune = "activity_prune"
-	sqlProcessTouch  = "process_touch"
-	sqlProcessRemove = "process_remove"
-	sqlProcessPrune  = "process_prune"
-	sqlProcesses     = "processes"
-)
-
-// AddActivity adds counts to their rows in one statement (activity_add.sql).
+// AddActivity adds counts to their rows with one INSERT ... ON DUPLICATE
+// KEY UPDATE of .N rows (activity_add.sql), again after a deadlock.
 func (d *Driver) AddActivity(ctx context.Context, counts []queue.ActivityCount) error {
 	if d.closed.Load() {
 		return queue.ErrClosed

@@ -10,11 +10,9 @@ import (
 
 var _ queue.ActivityStore = (*Driver)(nil)
 
-// AddActivity adds counts to their rows in one statement (activity_add.sql).
+// AddActivity adds counts to their rows with one INSERT ... ON CONFLICT
+// whose columns are array parameters (activity_add.sql).
 func (d *Driver) AddActivity(ctx context.Context, counts []queue.ActivityCount) error {
-	if d.closed.Load() {
-		return queue.ErrClosed
-	}
 	n := len(counts)
 	minutes, queues, kinds, procs := make([]time.Time, n), make([]string, n), make([]string, n), make([]string, n)
 	done, retried, dead := make([]int64, n), make([]int64, n), make([]int64, n)
@@ -22,57 +20,33 @@ func (d *Driver) AddActivity(ctx context.Context, counts []queue.ActivityCount) 
 		minutes[i], queues[i], kinds[i], procs[i] = c.Minute, c.Queue, c.Kind, c.Process
 		done[i], retried[i], dead[i] = c.Completed, c.Retried, c.Dead
 	}
-	_, err := d.pool.Exec(ctx, d.stmts.activityAdd, minutes, queues, kinds, procs, done, retried, dead)
-	return failed(ctx, "add activity", err)
+	return d.exec(ctx, "add activity", d.stmts.activityAdd, minutes, queues, kinds, procs, done, retried, dead)
 }
 
 // Activity sums the counts per queue and minute (activity.sql).
 func (d *Driver) Activity(ctx context.Context, since time.Time) ([]queue.ActivityCount, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	rows, err := d.pool.Query(ctx, d.stmts.activity, since)
-	if err != nil {
-		return nil, failed(ctx, "activity", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.ActivityCount, error) {
+	return collect(ctx, d, "activity", d.stmts.activity, func(r pgx.CollectableRow) (queue.ActivityCount, error) {
 		var c queue.ActivityCount
 		err := r.Scan(&c.Queue, &c.Minute, &c.Completed, &c.Retried, &c.Dead)
 		c.Minute = c.Minute.UTC()
 		return c, err
-	})
-	return out, failed(ctx, "activity", err)
+	}, since)
 }
 
 // TouchProcess stores or updates the process row (process_touch.sql).
 func (d *Driver) TouchProcess(ctx context.Context, p queue.ProcessInfo) error {
-	if d.closed.Load() {
-		return queue.ErrClosed
-	}
-	_, err := d.pool.Exec(ctx, d.stmts.processTouch, p.ID, p.Host, p.PID, queue.JoinQueues(p.Queues),
+	return d.exec(ctx, "touch process", d.stmts.processTouch, p.ID, p.Host, p.PID, queue.JoinQueues(p.Queues),
 		p.Concurrency, p.StartedAt, p.SeenAt)
-	return failed(ctx, "touch process", err)
 }
 
 // RemoveProcess deletes the process row (process_remove.sql).
 func (d *Driver) RemoveProcess(ctx context.Context, id string) error {
-	if d.closed.Load() {
-		return queue.ErrClosed
-	}
-	_, err := d.pool.Exec(ctx, d.stmts.processRemove, id)
-	return failed(ctx, "remove process", err)
+	return d.exec(ctx, "remove process", d.stmts.processRemove, id)
 }
 
 // Processes lists the process rows (processes.sql).
 func (d *Driver) Processes(ctx context.Context) ([]queue.ProcessInfo, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	rows, err := d.pool.Query(ctx, d.stmts.processes)
-	if err != nil {
-		return nil, failed(ctx, "processes", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.ProcessInfo, error) {
+	return collect(ctx, d, "processes", d.stmts.processes, func(r pgx.CollectableRow) (queue.ProcessInfo, error) {
 		var (
 			p      queue.ProcessInfo
 			queues string
@@ -81,7 +55,6 @@ func (d *Driver) Processes(ctx context.Context) ([]queue.ProcessInfo, error) {
 		p.Queues, p.StartedAt, p.SeenAt = queue.SplitQueues(queues), p.StartedAt.UTC(), p.SeenAt.UTC()
 		return p, err
 	})
-	return out, failed(ctx, "processes", err)
 }
 
 // PruneActivity runs the bounded activity_prune.sql, then
@@ -94,8 +67,30 @@ func (d *Driver) PruneActivity(ctx context.Context, p queue.ActivityPrune) (int6
 	if err != nil {
 		return 0, failed(ctx, "prune activity", err)
 	}
-	if _, err := d.pool.Exec(ctx, d.stmts.processPrune, p.ProcessesSeenBefore); err != nil {
-		return tag.RowsAffected(), failed(ctx, "prune processes", err)
+	return tag.RowsAffected(), d.exec(ctx, "prune processes", d.stmts.processPrune, p.ProcessesSeenBefore)
+}
+
+// exec runs one statement on the pool.
+func (d *Driver) exec(ctx context.Context, op, text string, args ...any) error {
+	if d.closed.Load() {
+		return queue.ErrClosed
 	}
-	return tag.RowsAffected(), nil
+	_, err := d.pool.Exec(ctx, text, args...)
+	return failed(ctx, op, err)
+}
+
+// collect runs a read on the pool and scans each row.
+func collect[T any](ctx context.Context, d *Driver, op, text string, scan pgx.RowToFunc[T], args ...any) ([]T, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := d.pool.Query(ctx, text, args...)
+	if err != nil {
+		return nil, failed(ctx, op, err)
+	}
+	out, err := pgx.CollectRows(rows, scan)
+	if err != nil {
+		return nil, failed(ctx, op, err)
+	}
+	return out, nil
 }
