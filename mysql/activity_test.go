@@ -1,10 +1,15 @@
 package mysql
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/queue"
 )
 
 // activityPlaceholders are the activity statements and the placeholders
@@ -55,5 +60,44 @@ func TestActivityStatementsRender(t *testing.T) {
 	}
 	if q := st.get(sqlActivityPrune, 0); !strings.Contains(q, "ORDER BY minute\nLIMIT ?") {
 		t.Errorf("the prune is not bounded:\n%s", q)
+	}
+}
+
+// A kind is stored as sent: not padded (CAST AS BINARY(n) would pad it
+// with zero bytes), and the rows of two kinds, or two processes, stay
+// apart.
+func TestActivityStoresKindsAsSent(t *testing.T) {
+	_, d := openQueue(t, Config{}, true)
+	ctx := context.Background()
+	m := time.Now().UTC().Truncate(time.Minute)
+	for range 2 {
+		if err := d.AddActivity(ctx, []queue.ActivityCount{
+			{Process: "p1", Queue: "q", Kind: "émail", Minute: m, Completed: 1},
+			{Process: "p1", Queue: "q", Kind: "", Minute: m, Completed: 1},
+			{Process: "p2", Queue: "q", Kind: "émail", Minute: m, Completed: 1},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	table := strings.TrimSuffix(d.stmts.jobsTable, "jobs`") + "activity`"
+	rows, err := d.db.QueryContext(ctx, "SELECT process, kind, completed FROM "+table+" ORDER BY process, kind")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var (
+			p, k string
+			n    int
+		)
+		if err := rows.Scan(&p, &k, &n); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s/%q/%d", p, k, n))
+	}
+	want := []string{`p1/""/2`, `p1/"émail"/2`, `p2/"émail"/2`}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
 	}
 }

@@ -7,7 +7,7 @@
 INSERT INTO {{table "activity"}} (minute, queue, kind, process, completed, retried, dead)
 SELECT s.minute, s.queue, s.kind, s.process, s.completed, s.retried, s.dead
 FROM ({{range $i := rows .N}}{{if $i}}
-      UNION ALL {{end}}SELECT CAST(? AS DATETIME) AS minute, CAST(? AS CHAR(64)) AS queue, CAST(? AS BINARY(100)) AS kind,
+      UNION ALL {{end}}SELECT CAST(? AS DATETIME) AS minute, CAST(? AS CHAR(64)) AS queue, CAST(? AS BINARY) AS kind,
              CAST(? AS CHAR(32)) AS process, CAST(? AS SIGNED) AS completed, CAST(? AS SIGNED) AS retried, CAST(? AS SIGNED) AS dead{{end}}
 ) AS s
 ON DUPLICATE KEY UPDATE
