@@ -279,10 +279,10 @@ func (d *Driver) Paused(ctx context.Context) ([]string, error) {
 	return queryAll(ctx, d, "paused", sqlPaused, func(rows *sql.Rows, q *string) error { return rows.Scan(q) })
 }
 
-// queryAll runs statement name, which takes no parameters, reads each row
-// into a T with scan, and classifies any error as op's.
-func queryAll[T any](ctx context.Context, d *Driver, op, name string, scan func(rows *sql.Rows, v *T) error) ([]T, error) {
-	rows, err := d.db.QueryContext(ctx, d.sql.text(name))
+// queryAll runs statement name with args, reads each row into a T with
+// scan, and classifies any error as op's.
+func queryAll[T any](ctx context.Context, d *Driver, op, name string, scan func(rows *sql.Rows, v *T) error, args ...any) ([]T, error) {
+	rows, err := d.db.QueryContext(ctx, d.sql.text(name), args...)
 	if err != nil {
 		return nil, classify(op, d.dedupe, err)
 	}

@@ -38,6 +38,14 @@ const (
 	sqlScheduleAdvance   = "schedule_advance"
 	sqlSchedules         = "schedules"
 	sqlScheduleSetPaused = "schedule_set_paused"
+
+	sqlActivityAdd   = "activity_add"
+	sqlActivity      = "activity"
+	sqlActivityPrune = "activity_prune"
+	sqlProcessTouch  = "process_touch"
+	sqlProcessRemove = "process_remove"
+	sqlProcessPrune  = "process_prune"
+	sqlProcesses     = "processes"
 )
 
 // The statements of package move, one embedded file each in sql/move/.

@@ -377,6 +377,7 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 	}
 
 	sent := append(append(append(f.statements(), uf.statements()...), cf.statements()...), scheduleStatementsSent(t)...)
+	sent = append(sent, activityStatementsSent(t)...)
 	seen := map[string]int{}
 	for _, s := range sent {
 		if s.name == "" {
@@ -539,7 +540,7 @@ func TestMigrationShape(t *testing.T) {
 		tables = append(tables, table)
 	}
 	sort.Strings(tables)
-	if !slices.Equal(tables, []string{"jobs", "jobs_dedupe", "jobs_inflight", "queues", "schedules"}) {
+	if !slices.Equal(tables, []string{"activity", "jobs", "jobs_dedupe", "jobs_inflight", "processes", "queues", "schedules"}) {
 		t.Errorf("tables %v", tables)
 	}
 }

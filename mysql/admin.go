@@ -309,13 +309,13 @@ func (d *Driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
 	})
 }
 
-// list runs statement name, which takes no parameters, on the pool and
+// list runs statement name with args on the pool and
 // reads each of its rows with scan: the admin reads that list a table.
-func list[T any](ctx context.Context, d *Driver, what, name string, scan func(*sql.Rows) (T, error)) ([]T, error) {
+func list[T any](ctx context.Context, d *Driver, what, name string, scan func(*sql.Rows) (T, error), args ...any) ([]T, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	rows, err := d.db.QueryContext(ctx, d.stmts.get(name, 0))
+	rows, err := d.db.QueryContext(ctx, d.stmts.get(name, 0), args...)
 	if err != nil {
 		return nil, d.classify(what, err)
 	}

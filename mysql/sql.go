@@ -55,6 +55,14 @@ const (
 	sqlRescueGetLock       = "rescue_get_lock"
 	sqlRescueReleaseLock   = "rescue_release_lock"
 
+	sqlActivityAdd   = "activity_add"
+	sqlActivity      = "activity"
+	sqlActivityPrune = "activity_prune"
+	sqlProcessTouch  = "process_touch"
+	sqlProcessRemove = "process_remove"
+	sqlProcessPrune  = "process_prune"
+	sqlProcesses     = "processes"
+
 	sqlMoveIdentity     = "move/identity"
 	sqlMoveIdentityHost = "move/identity_host"
 	sqlMoveLimits       = "move/limits"

@@ -61,14 +61,7 @@ func (d *Driver) AdvanceSchedule(ctx context.Context, t queue.Tick) (queue.TickR
 
 // Schedules lists the stored schedules in name order (schedules.sql).
 func (d *Driver) Schedules(ctx context.Context) ([]queue.ScheduleInfo, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	rows, err := d.pool.Query(ctx, d.stmts.scheduleList)
-	if err != nil {
-		return nil, failed(ctx, "schedules", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.ScheduleInfo, error) {
+	return collect(ctx, d, "schedules", d.stmts.scheduleList, func(r pgx.CollectableRow) (queue.ScheduleInfo, error) {
 		var (
 			s          queue.ScheduleInfo
 			last, next pgtype.Timestamptz
@@ -77,10 +70,6 @@ func (d *Driver) Schedules(ctx context.Context) ([]queue.ScheduleInfo, error) {
 		s.LastTick, s.NextTick, s.UpdatedAt = utc(last), utc(next), s.UpdatedAt.UTC()
 		return s, err
 	})
-	if err != nil {
-		return nil, failed(ctx, "schedules", err)
-	}
-	return out, nil
 }
 
 // SetSchedulePaused pauses or resumes a stored schedule

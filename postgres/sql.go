@@ -44,6 +44,9 @@ type statements struct {
 
 	// Health (health.go).
 	healthHolders, healthTable string
+	// Activity (activity.go).
+	activityAdd, activity, activityPrune                 string
+	processTouch, processRemove, processPrune, processes string
 }
 
 // jobsFilter is jobs.sql's data: a queue filter or not, a kind filter or
@@ -133,6 +136,13 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"schedule_set_paused": &s.scheduleSetPaused,
 		"health_holders":      &s.healthHolders,
 		"health_table":        &s.healthTable,
+		"activity_add":        &s.activityAdd,
+		"activity":            &s.activity,
+		"activity_prune":      &s.activityPrune,
+		"process_touch":       &s.processTouch,
+		"process_remove":      &s.processRemove,
+		"process_prune":       &s.processPrune,
+		"processes":           &s.processes,
 	})
 	if err != nil {
 		return nil, err

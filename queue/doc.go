@@ -83,4 +83,9 @@
 //   - Nothing of the claimer's outlives a call on a connection the user can
 //     see: no session setting, lock or transaction; every wait for a pool
 //     connection or the server follows the ctx given.
+//   - Optional stores, found by type assertion: [Admin], [ScheduleStore]
+//     and [ActivityStore] (worker activity for dashboards: AddActivity is
+//     one statement per batch that adds to rows keyed by process, and the
+//     prune is bounded). Queue's methods over a missing one return
+//     ErrUnsupported.
 package queue

@@ -66,6 +66,11 @@ type WorkerConfig struct {
 	// Hooks observe claims and runs, for metrics and tracing. Default
 	// none, which costs nothing per job.
 	Hooks Hooks
+	// Activity, when set, counts the jobs this Worker completes, retries
+	// and makes dead, for the activity table, and lists its queue and
+	// concurrency in the process row while it runs. One Activity serves
+	// every Worker of a process; see [Activity]. Default none.
+	Activity *Activity
 }
 
 // Worker claims jobs from one queue and runs them with a Handler on
@@ -237,6 +242,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		"poll", w.cfg.PollInterval, "wakeups", wake != nil)
 	defer w.log.Debug("dbq: worker stopped")
 
+	if w.cfg.Activity != nil {
+		defer w.cfg.Activity.join(w)()
+	}
 	r := w.begin(ctx, claimer)
 	w.setStopNow(func() { r.abortOnce.Do(func() { close(r.abort); cancelRun() }) })
 	defer w.setStopNow(nil)
@@ -622,6 +630,10 @@ func isSnooze(err error, delay *time.Duration) bool {
 func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result, settled func([]*Job)) {
 	const maxBatch = 500
 	var jobs []*Job // the batch's, to hand to settled
+	var act *workerActivity
+	if w.cfg.Activity != nil {
+		act = &workerActivity{a: w.cfg.Activity, queue: w.cfg.Queue, kinds: map[string]*activityCounts{}}
+	}
 	var (
 		batch     []result
 		completes []Lease
@@ -701,6 +713,9 @@ func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result,
 			r := &batch[i]
 			_, wasLost := lostIDs[r.job.ID]
 			o := w.settle(r, wasLost, unwritten[r.out])
+			if act != nil {
+				act.count(r.job.Kind, o)
+			}
 			if w.hooks != nil {
 				w.hooks.JobEnd(r.ctx, r.job, o, r.took, r.err)
 			}

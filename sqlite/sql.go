@@ -24,6 +24,8 @@ type statements struct {
 	findUnique, jobs, jobsDead, cancel, retryDead, setPaused, paused, statsByKind *stmt
 	// Schedules (schedule.go).
 	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused *stmt
+	// Activity (activity.go).
+	activityAdd, activity, activityPrune, processTouch, processRemove, processPrune, processes *stmt
 	// enqueueUnique is the one-job INSERT that skips a dedupe collision.
 	enqueueUnique *stmt
 
@@ -75,6 +77,14 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"schedule_advance":    &s.scheduleAdvance,
 		"schedules":           &s.scheduleList,
 		"schedule_set_paused": &s.scheduleSetPaused,
+
+		"activity_add":   &s.activityAdd,
+		"activity":       &s.activity,
+		"activity_prune": &s.activityPrune,
+		"process_touch":  &s.processTouch,
+		"process_remove": &s.processRemove,
+		"process_prune":  &s.processPrune,
+		"processes":      &s.processes,
 	} {
 		*dst = &stmt{}
 		texts[name] = &(*dst).text

@@ -130,6 +130,7 @@ func TestBrowserRetryDeadJobAndPauseQueue(t *testing.T) {
 	now := time.Now()
 	e.upsert(t, "nightly-report", "0 3 * * *", "Europe/Berlin", "reports", now.Add(time.Hour))
 	e.upsert(t, "sync-webhooks", "@every 5m", "UTC", "webhooks", now.Add(time.Minute))
+	seedActivity(t, e, now)
 	const prefix = "/admin/dbq"
 	srv := e.serve(t, ui.Options{Prefix: prefix}).srv
 
@@ -183,6 +184,56 @@ func TestBrowserRetryDeadJobAndPauseQueue(t *testing.T) {
 	}
 	if list, err := e.q.Schedules(ctxT(t)); err != nil || len(list) != 2 || list[0].Paused || !list[1].Paused {
 		t.Errorf("after Pause of sync-webhooks in the browser: %+v, %v", list, err)
+	}
+
+	// Workers, from the nav; back on Queues, the charts are drawn (the
+	// stylesheet reached the SVG: the CSP let it).
+	workers := chromedp.CSS(`header nav a[href$="/workers"]`)
+	b.run(chromedp.Click(workers), chromedp.WaitVisible(chromedp.CSS(`tr[data-process]`)))
+	b.screenshot("workers")
+	if row := b.text(`tr[data-process="c0ffee0000000002"]`); !strings.Contains(row, "gone") {
+		t.Errorf("Workers row of a process not seen for 5 minutes: %q", row)
+	}
+	b.run(chromedp.Navigate(srv.URL+prefix+"/"), chromedp.WaitVisible(chromedp.CSS(`tr[data-queue="webhooks"] svg.spark`)))
+	if w := eval[float64](b, `document.querySelector('tr[data-queue="webhooks"] svg.spark').getBoundingClientRect().width`); w < 50 {
+		t.Errorf("chart %vpx wide: style.css did not reach it", w)
+	}
+	if stroke := eval[string](b, `getComputedStyle(document.querySelector('tr[data-queue="webhooks"] polyline.completed')).stroke`); stroke == "none" || stroke == "" {
+		t.Errorf("completed line has stroke %q", stroke)
+	}
+}
+
+// seedActivity stores an hour of throughput and two worker processes, as
+// worker processes would have, for the charts and the Workers page.
+func seedActivity(t *testing.T, e *env, now time.Time) {
+	t.Helper()
+	st := e.q.Driver().(queue.ActivityStore)
+	var counts []queue.ActivityCount
+	first := now.UTC().Truncate(time.Minute).Add(-59 * time.Minute)
+	for i := range 60 {
+		m := first.Add(time.Duration(i) * time.Minute)
+		counts = append(counts,
+			queue.ActivityCount{Process: "c0ffee0000000001", Queue: "webhooks", Minute: m,
+				Completed: int64(40 + 25*((i/7)%3) + i%5), Retried: int64(i % 4), Dead: int64(i / 50)},
+			queue.ActivityCount{Process: "c0ffee0000000001", Queue: "mail", Minute: m,
+				Completed: int64(10 + i%9), Retried: int64((i / 10) % 2 * 3), Dead: int64(i % 20 / 19)})
+	}
+	for len(counts) > 0 {
+		n := min(len(counts), queue.MaxActivityBatch)
+		if err := st.AddActivity(ctxT(t), counts[:n]); err != nil {
+			t.Fatal(err)
+		}
+		counts = counts[n:]
+	}
+	for _, p := range []queue.ProcessInfo{
+		{ID: "c0ffee0000000001", Host: "worker-1.internal", PID: 4711, Queues: []string{"mail", "webhooks"},
+			Concurrency: 20, StartedAt: now.Add(-26 * time.Hour), SeenAt: now.Add(-4 * time.Second)},
+		{ID: "c0ffee0000000002", Host: "worker-2.internal", PID: 902, Queues: []string{"reports"},
+			Concurrency: 4, StartedAt: now.Add(-3 * time.Hour), SeenAt: now.Add(-5 * time.Minute)},
+	} {
+		if err := st.TouchProcess(ctxT(t), p); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // pages are the templates, each parsed with layout.html.
-var pages = []string{"queues", "jobs", "job", "missing", "schedules"}
+var pages = []string{"queues", "jobs", "job", "missing", "schedules", "workers"}
 
 func (h *handler) parse() error {
 	funcs := template.FuncMap{

@@ -116,6 +116,7 @@ func NewHandler(q *queue.Queue, opts Options) (http.Handler, error) {
 	m.HandleFunc("POST /pause", h.pause(true))
 	m.HandleFunc("POST /resume", h.pause(false))
 	m.HandleFunc("GET /schedules", h.schedules)
+	m.HandleFunc("GET /workers", h.workers)
 	m.HandleFunc("POST /schedules/pause", h.pauseSchedule(true))
 	m.HandleFunc("POST /schedules/resume", h.pauseSchedule(false))
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
@@ -289,7 +290,17 @@ var errBadRequest = errors.New("dbq: ui: bad request")
 
 // queuesPage is the data of the Queues page.
 type queuesPage struct {
-	Queues []queue.QueueStats
+	Queues []queueRow
+	// NoCharts says why there are no throughput charts; "" when there
+	// are.
+	NoCharts string
+}
+
+// queueRow is a queue's counts and its last hour's chart (nil: no job
+// ended there in the hour).
+type queueRow struct {
+	queue.QueueStats
+	Chart *chart
 }
 
 func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
@@ -310,8 +321,26 @@ func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
 			st = append(st, queue.QueueStats{Queue: name, Paused: true})
 		}
 	}
+	// Completed jobs are deleted: a busy queue that is empty now shows
+	// in its chart alone.
+	now := time.Now()
+	counts, err := h.q.Activity(r.Context(), now.Add(-(chartMinutes-1)*time.Minute))
+	var p queuesPage
+	if p.NoCharts, err = h.activityNote(err); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	byQueue := charts(counts, now)
+	for name := range byQueue {
+		if !slices.ContainsFunc(st, func(s queue.QueueStats) bool { return s.Queue == name }) {
+			st = append(st, queue.QueueStats{Queue: name})
+		}
+	}
 	slices.SortFunc(st, func(a, b queue.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
-	h.render(w, r, "queues", "Queues", queuesPage{Queues: st})
+	for _, s := range st {
+		p.Queues = append(p.Queues, queueRow{QueueStats: s, Chart: byQueue[s.Queue]})
+	}
+	h.render(w, r, "queues", "Queues", p)
 }
 
 // jobsPage is the data of the Jobs page.

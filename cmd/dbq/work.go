@@ -38,6 +38,7 @@ func workCmd(g *globals) *cobra.Command {
 		noWakeups       bool
 		scheduleFile    string
 		kindRoutes      []string
+		noActivity      bool
 		ledger          *ledgerOptions
 	)
 	cmd := &cobra.Command{
@@ -66,7 +67,14 @@ process group is killed when it exits.
 
 --metrics ADDR serves Prometheus metrics at http://ADDR/metrics while the
 worker runs (see package metrics for the names): claims, runs by outcome,
-latencies, and every queue's depth, counted on each scrape.`,
+latencies, and every queue's depth, counted on each scrape.
+
+Unless --no-activity is given, the process keeps a row in the processes
+table while it runs (host, pid, queue, concurrency, last seen; removed at a
+clean exit) and adds what it completed, retried and made dead per minute
+to the activity table every 10 s: the dashboard's Workers page and
+throughput charts. A database not migrated to version 6 only gets a
+warning.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if ledger.table != "" {
 				return cobra.NoArgs(cmd, args)
@@ -105,6 +113,16 @@ latencies, and every queue's depth, counted on each scrape.`,
 				defer stop()
 				wcfg.Hooks = hooks
 				fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: metrics on http://%s/metrics\n", addr)
+			}
+			if !noActivity {
+				act, stop, err := runActivity(cmd.Context(), q, cfg.Logger)
+				if err != nil {
+					return err
+				}
+				// Stopped after the worker has drained: its last counts
+				// are flushed, then the process row removed.
+				defer stop()
+				wcfg.Activity = act
 			}
 			var h queue.Handler
 			if ledger.table != "" {
@@ -157,6 +175,7 @@ latencies, and every queue's depth, counted on each scrape.`,
 	f.BoolVar(&noWakeups, "no-wakeups", false, "only poll, even where the database can wake idle workers (PostgreSQL LISTEN/NOTIFY)")
 	f.StringVar(&scheduleFile, "schedule", "", "also run the schedules of this crontab-like file (see dbq schedule --help)")
 	f.StringArrayVar(&kindRoutes, "kind", nil, "KIND=CMD: run CMD (split at spaces) for jobs of KIND; repeatable")
+	f.BoolVar(&noActivity, "no-activity", false, "keep no process row and write no per-minute counts (the dashboard's Workers page and charts)")
 	ledger = addLedgerFlags(f)
 	return cmd
 }
@@ -204,6 +223,30 @@ func routeKinds(routes map[string][]string, argv, env []string, force <-chan str
 			"kind", j.Kind, "queue", j.Queue, "id", j.ID, "attempt", j.Attempt+1, "max_attempts", j.MaxAttempts)
 		return fmt.Errorf("%w: kind %q (routes: --kind)", queue.ErrUnknownKind, j.Kind)
 	}
+}
+
+// runActivity starts the process's Activity: its row in the processes
+// table and its per-minute counts. stop ends it, flushing once more and
+// removing the row. A driver that keeps no activity gives a nil Activity
+// and a stop that does nothing.
+func runActivity(ctx context.Context, q *queue.Queue, log *slog.Logger) (*queue.Activity, func(), error) {
+	act, err := queue.NewActivity(q, queue.ActivityConfig{Logger: log})
+	if errors.Is(err, queue.ErrUnsupported) {
+		log.Warn("dbq: the driver keeps no activity; the dashboard will not list this worker", "err", err)
+		return nil, func() {}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	// Its own context: the flusher outlives the signal that starts the
+	// worker's drain, to count the drained jobs too.
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = act.Run(actx)
+	}()
+	return act, func() { cancel(); <-done }, nil
 }
 
 // checkWorkFlags refuses values the worker would take for "default" (0) or

@@ -26,6 +26,8 @@ type Store struct {
 	lease     time.Duration
 	paused    map[string]bool
 	schedules map[string]*queue.ScheduleInfo
+	activity  map[activityKey]*queue.ActivityCount
+	processes map[string]queue.ProcessInfo
 }
 
 // New returns an empty, migrated store whose claims last lease.

@@ -1,0 +1,3 @@
+-- process_remove: delete process @id's row, at its clean exit.
+SET NOCOUNT ON;
+DELETE FROM {{table "processes"}} WHERE id = @id;

@@ -1,0 +1,2 @@
+-- Deletes the processes not seen since $1: gone long enough.
+DELETE FROM {{table "processes"}} WHERE seen_at < $1
