@@ -19,6 +19,10 @@ var _ queue.Waker = (*Driver)(nil)
 const (
 	listenBackoffMin = 100 * time.Millisecond
 	listenBackoffMax = 10 * time.Second
+	// listenSetupTimeout bounds connecting and LISTEN: a server that
+	// accepts the connection and never answers makes the listener retry
+	// instead of wait until Close.
+	listenSetupTimeout = 10 * time.Second
 )
 
 // channelName derives the NOTIFY channel of a jobs table from its quoted,
@@ -76,6 +80,9 @@ func (l *listener) subscribe(d *Driver, q string) (<-chan struct{}, func()) {
 	}
 	l.subs[q][ch] = struct{}{}
 	if l.cancel == nil {
+		// The listener lives as long as the Driver: Close cancels it and
+		// waits for it. Each of its waits is bounded by that or, for
+		// connecting and LISTEN, by listenSetupTimeout.
 		ctx, cancel := context.WithCancel(context.Background())
 		l.cancel, l.done = cancel, make(chan struct{})
 		go l.run(ctx, d)
@@ -138,7 +145,9 @@ func (l *listener) run(ctx context.Context, d *Driver) {
 // listenOnce connects, listens and delivers notifications until the
 // connection fails or ctx ends. listening says whether LISTEN succeeded.
 func (l *listener) listenOnce(ctx context.Context, d *Driver) (listening bool, err error) {
-	conn, err := pgx.ConnectConfig(ctx, d.pool.Config().ConnConfig.Copy())
+	setup, cancel := context.WithTimeout(ctx, listenSetupTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(setup, d.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return false, err
 	}
@@ -147,7 +156,7 @@ func (l *listener) listenOnce(ctx context.Context, d *Driver) (listening bool, e
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, d.stmts.listen); err != nil {
+	if _, err := conn.Exec(setup, d.stmts.listen); err != nil {
 		return false, err
 	}
 	// Jobs may have been committed before LISTEN took effect.

@@ -54,6 +54,7 @@ func harness() integration.Harness {
 		Leftovers: leftovers,
 		InsertRaw: insertRaw,
 		Tx:        beginTx,
+		UserPool:  userPoolQueue,
 	}
 }
 

@@ -176,6 +176,22 @@ func (c *Claimer) Abandon() {
 	c.held = nil
 }
 
+// Stored returns the ids of the stored jobs claimed under this claimer's
+// tokens, in id order: what it holds in the store, for the conformance
+// suite's HeldLocks.
+func (c *Claimer) Stored() []int64 {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	var out []int64
+	for id, tok := range c.held {
+		if r := c.s.rows[id]; r != nil && r.State == queue.StateClaimed && r.Token == tok {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func (c *Claimer) check(ctx context.Context) error {
 	if c.closed {
 		return queue.ErrClosed
