@@ -281,8 +281,9 @@ func (k *Kinds) Handler() Handler {
 	}
 }
 
-// Known returns the registered kinds with a handler, for a Worker's
-// queue: what `dbq work` and the dashboard list.
+// Known returns, sorted, the registered kinds that have a handler and go
+// to queueName ("" for every queue): what a process can run there, for
+// its logs or health endpoint.
 func (k *Kinds) Known(queueName string) []string {
 	k.mu.RLock()
 	defer k.mu.RUnlock()
