@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/dbqueue/dbq"
+	"github.com/dbqueue/dbq/migrations"
 	"github.com/dbqueue/dbq/queue"
 	"github.com/spf13/cobra"
 )
@@ -92,13 +93,15 @@ func (g *globals) check(ctx context.Context) ([]queue.CheckResult, error) {
 // the latest migration.
 func (g *globals) checkVersion(ctx context.Context) (r queue.CheckResult, at int64) {
 	r = queue.CheckResult{Name: "version"}
-	p, db, err := dbq.Migrator(ctx, g.dsn, g.config())
+	cfg := g.config()
+	db, d, err := dbq.OpenDB(ctx, g.dsn)
 	if err != nil {
 		r.Saw, r.Fix = err.Error(), "check the DSN and that the database answers"
 		return r, -1
 	}
 	defer db.Close()
-	at, latest, err := p.GetVersions(ctx)
+	// Read-only: migrations.Version creates no schema and no version table.
+	at, latest, err := migrations.Version(ctx, d, db, cfg.Names())
 	if err != nil {
 		r.Saw, r.Fix = err.Error(), "run `dbq migrate up`"
 		return r, -1
