@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/dbqueue/dbq"
@@ -14,8 +15,24 @@ import (
 )
 
 // errCheckFailed ends dbq check (and migrate up) with exit 1 once the
-// failed probes are printed.
-var errCheckFailed = errors.New("dbq: check failed; see above")
+// failed probes are printed; checkFailed wraps it.
+var errCheckFailed = errors.New("dbq: check failed")
+
+// checkFailed returns nil when every probe of rs passed, else
+// errCheckFailed naming each failed probe and what it saw, so that the
+// error alone (in a log, or a test's failure) says what failed.
+func checkFailed(rs []queue.CheckResult) error {
+	var failed []string
+	for _, r := range rs {
+		if !r.OK {
+			failed = append(failed, r.Name+": "+r.Saw)
+		}
+	}
+	if failed == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errCheckFailed, strings.Join(failed, "; "))
+}
 
 func checkCmd(g *globals) *cobra.Command {
 	var asJSON bool
@@ -50,12 +67,7 @@ migrate up runs it after migrating.`,
 			} else if err := printChecks(cmd.OutOrStdout(), rs); err != nil {
 				return err
 			}
-			for _, r := range rs {
-				if !r.OK {
-					return errCheckFailed
-				}
-			}
-			return nil
+			return checkFailed(rs)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
