@@ -63,10 +63,17 @@ apart: held, retried or snoozed ("worked"), or completed ("gone").`,
 			}
 			opts.Queues = queues
 			opts.Logger = g.logger()
+			// A missing SQLite file is refused rather than created: the
+			// source is only read, and only --migrate makes a destination.
+			if err := mustExist(from); err != nil {
+				return fmt.Errorf("move: source: %w", err)
+			}
 			if migrate {
 				if err := migrateUp(ctx, to, dstCfg); err != nil {
 					return fmt.Errorf("move: migrating the destination: %w", err)
 				}
+			} else if err := mustExist(to); err != nil {
+				return fmt.Errorf("%w: %w (run again with --migrate)", move.ErrDestinationNotMigrated, err)
 			}
 			src, err := dbq.Open(ctx, from, dbq.Options{Config: srcCfg})
 			if err != nil {

@@ -103,6 +103,25 @@ func TestNoDatabaseCreated(t *testing.T) {
 			t.Errorf("dbq %s on a missing file: %v, want it to say the file does not exist", strings.Join(args, " "), err)
 		}
 	}
+	// move reads its source and, without --migrate, needs its destination
+	// migrated: a missing file on either side is refused, not created.
+	src := "sqlite:" + filepath.Join(t.TempDir(), "src.db")
+	for _, c := range []struct{ from, to, want string }{
+		{g[1], src, "move: source: sqlite database " + filepath.Join(dir, "missing.db") + " does not exist"},
+		{src, "sqlite:" + filepath.Join(dir, "dst.db"), "the destination is not migrated: sqlite database " + filepath.Join(dir, "dst.db") + " does not exist"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if c.from == src {
+			if _, err := dbqCmd(ctx, "", "--dsn", src, "migrate", "up"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := dbqCmd(ctx, "", "move", "--from", c.from, "--to", c.to)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("dbq move --from %s --to %s: %v, want %q", c.from, c.to, err, c.want)
+		}
+	}
 	if files, _ := os.ReadDir(dir); len(files) != 0 {
 		t.Errorf("commands on a missing database left %d files: %v", len(files), files)
 	}
