@@ -51,6 +51,9 @@ apart: held, retried or snoozed ("worked"), or completed ("gone").`,
 			if from == "" || to == "" {
 				return errors.New("move: --from and --to are required")
 			}
+			if opts.Batch < 1 || opts.Batch > move.MaxBatch {
+				return fmt.Errorf("%w: --batch %d: want 1..%d", queue.ErrInvalidConfig, opts.Batch, move.MaxBatch)
+			}
 			srcCfg, dstCfg := g.config(), g.config()
 			srcCfg.Schema, srcCfg.Prefix = pick(fromSchema, g.schema), pick(fromPrefix, g.prefix)
 			dstCfg.Schema, dstCfg.Prefix = pick(toSchema, g.schema), pick(toPrfx, g.prefix)

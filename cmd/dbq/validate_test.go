@@ -34,6 +34,8 @@ func TestBadInputRefused(t *testing.T) {
 		{"", []string{"jobs", "--limit", "0"}, "--limit 0: want 1..10000"},
 		{"", []string{"dead", "list", "--limit", "10001"}, "--limit 10001: want 1..10000"},
 		{"", []string{"jobs", "--after", "-1"}, "--after -1: want a job id"},
+		{"", []string{"move", "--from", "sqlite:a.db", "--to", "sqlite:b.db", "--batch", "0"}, "--batch 0: want 1..5000"},
+		{"", []string{"move", "--from", "sqlite:a.db", "--to", "sqlite:b.db", "--batch", "5001"}, "--batch 5001: want 1..5000"},
 		{"", []string{"work", "-c", "0", "--", "true"}, "--concurrency 0: want at least 1"},
 		{"", []string{"work", "--lease", "0s", "--", "true"}, "--lease 0s: want a duration above 0"},
 		{"", []string{"work", "--poll", "-1s", "--", "true"}, "--poll -1s: want a duration above 0"},
