@@ -201,13 +201,39 @@ version() {
 	fi
 }
 
+# waited OUT CMD…: run CMD, its output to the file OUT, in a process group
+# of its own and wait for it, so that Ctrl-C ends the script at once: run
+# in the foreground, a child that catches SIGINT and exits (go test does)
+# makes bash skip its INT trap and go on with the next version.
+# interrupted ends that group (go and the test binary), then the script;
+# the EXIT trap takes the servers down.
+child=
+waited() {
+	local out=$1
+	shift
+	setsid -w "$@" >"$out" 2>&1 &
+	child=$!
+	local rc=0
+	wait "$child" || rc=$?
+	child=
+	return $rc
+}
+
+interrupted() {
+	if [[ -n $child ]]; then
+		kill -TERM -- "-$child" 2>/dev/null || true
+		wait "$child" 2>/dev/null || true
+	fi
+	exit 130
+}
+
 run() {
 	local ms m status=0 t0 secs rc flags
 	ms=$(majors "$@")
 	for m in $ms; do known "$m"; done
 	need_user
 	trap 'down' EXIT
-	trap 'exit 130' INT TERM
+	trap interrupted INT TERM
 	if [[ $LOCAL_DSN != none ]]; then
 		DBQ_POSTGRES_DSN=$LOCAL_DSN bash scripts/ensure-servers.sh >/dev/null 2>&1 || true
 	fi
@@ -220,7 +246,8 @@ run() {
 	[[ $LOCAL_DSN != none ]] && targets+=("local=$LOCAL_DSN")
 	for m in $ms; do targets+=("$m=$(dsn "$m")"); done
 	# Build once, so that each version's time is the tests' own.
-	"$GO" test "${flags[@]}" -run '^$' ./postgres/ >/dev/null || die "building the tests failed"
+	waited .tmp/pg-matrix-build.log "$GO" test "${flags[@]}" -run '^$' ./postgres/ ||
+		{ cat .tmp/pg-matrix-build.log >&2; die "building the tests failed"; }
 	local tgt name d v log passed skipped
 	for tgt in "${targets[@]}"; do
 		name=${tgt%%=*} d=${tgt#*=}
@@ -228,8 +255,8 @@ run() {
 		log=.tmp/pg-matrix-$name.log
 		say "PostgreSQL $v ($name): go test ${flags[*]} -skip PgBouncer ./postgres/ > $log"
 		t0=$SECONDS rc=0
-		DBQ_POSTGRES_DSN=$d DBQ_REQUIRE=postgres "$GO" test "${flags[@]}" -skip 'PgBouncer' -v ./postgres/ \
-			>"$log" 2>&1 || rc=$?
+		DBQ_POSTGRES_DSN=$d DBQ_REQUIRE=postgres waited "$log" "$GO" test "${flags[@]}" -skip 'PgBouncer' -v ./postgres/ ||
+			rc=$?
 		secs=$((SECONDS - t0))
 		grep -E '^(--- FAIL|FAIL|ok|panic:)' "$log" || true
 		if ((rc == 0)); then
