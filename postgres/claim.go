@@ -168,6 +168,9 @@ func (d *Driver) preparedSurvive(ctx context.Context) error {
 		defer conn.Release()
 		var pid int32
 		if err := conn.QueryRow(actx, d.stmts.backendPID).Scan(&pid); err != nil {
+			if ctx.Err() == nil && actx.Err() != nil {
+				return nil // too slow an answer to probe with
+			}
 			return interpret("check prepared statements", err)
 		}
 	}

@@ -93,6 +93,10 @@ func (d *Driver) openAdvisoryClaimer(ctx context.Context) (*AdvisoryClaimer, err
 	if err := c.connect(ctx); err != nil {
 		return nil, err
 	}
+	if err := advisoryLocksHold(c.conn.Conn().PgConn().ParameterStatus); err != nil {
+		c.dropConn()
+		return nil, err
+	}
 	if err := d.ownSession(ctx, c.pid); err != nil {
 		c.dropConn()
 		return nil, err
@@ -720,6 +724,21 @@ func (c *AdvisoryClaimer) heldIDs() []int64 {
 	return ids
 }
 
+// advisoryLocksHold refuses, with queue.ErrUnsupportedServer, a server
+// that speaks PostgreSQL's protocol but whose advisory lock functions take
+// no lock: CockroachDB accepts pg_try_advisory_lock and returns true
+// without locking, so every claimer would take every job. It is told by
+// the crdb_version parameter CockroachDB reports at connection start
+// (param reads the connection's parameters). Not tested against a
+// CockroachDB server here.
+func advisoryLocksHold(param func(string) string) error {
+	if v := param("crdb_version"); v != "" {
+		return fmt.Errorf("%w: postgres: %s takes no advisory locks; use the SKIP LOCKED strategy "+
+			"(postgres.Config{Strategy: postgres.SkipLocked}, or dbq --strategy skiplocked)", queue.ErrUnsupportedServer, v)
+	}
+	return nil
+}
+
 // sessionProbeWait bounds the wait for a second pool connection in
 // ownSession.
 const sessionProbeWait = 2 * time.Second
@@ -753,6 +772,9 @@ func (d *Driver) ownSession(ctx context.Context, pid int32) error {
 	defer conn.Release()
 	var other int32
 	if err := conn.QueryRow(actx, d.stmts.backendPID).Scan(&other); err != nil {
+		if ctx.Err() == nil && actx.Err() != nil {
+			return nil // too slow an answer to probe with: the session guard stands alone
+		}
 		return interpret("check the session", err)
 	}
 	if other == pid {

@@ -217,3 +217,19 @@ func TestOpenNeverShowsThePassword(t *testing.T) {
 		t.Errorf("Open with a bad strategy: %v", err)
 	}
 }
+
+// TestAdvisoryRefusedOnCockroachDB: a server that reports crdb_version
+// (CockroachDB, whose advisory lock functions lock nothing) is refused for
+// the advisory claimer, naming the SKIP LOCKED strategy; PostgreSQL, which
+// reports no such parameter, is not.
+func TestAdvisoryRefusedOnCockroachDB(t *testing.T) {
+	crdb := map[string]string{"crdb_version": "CockroachDB CCL v24.1.0 (x86_64-pc-linux-gnu)", "server_version": "13.0.0"}
+	err := advisoryLocksHold(func(k string) string { return crdb[k] })
+	if !errors.Is(err, queue.ErrUnsupportedServer) || !strings.Contains(err.Error(), "skiplocked") || !strings.Contains(err.Error(), "CockroachDB") {
+		t.Fatalf("on CockroachDB: %v, want ErrUnsupportedServer naming skiplocked", err)
+	}
+	pg := map[string]string{"server_version": "15.19"}
+	if err := advisoryLocksHold(func(k string) string { return pg[k] }); err != nil {
+		t.Fatalf("on PostgreSQL: %v", err)
+	}
+}
