@@ -234,9 +234,25 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	rows, err := d.pool.Query(ctx, d.stmts.stats)
+	return d.queueStats(ctx, "stats", d.stmts.stats)
+}
+
+var _ queue.QueueCounter = (*Driver)(nil)
+
+// CountQueues counts as Stats does, each count stopping at limit
+// (count_queues.sql).
+func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	return d.queueStats(ctx, "count queues", d.stmts.countQueues, limit)
+}
+
+// queueStats runs stats.sql or count_queues.sql.
+func (d *Driver) queueStats(ctx context.Context, what, query string, args ...any) ([]queue.QueueStats, error) {
+	rows, err := d.pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, interpret("stats", err)
+		return nil, interpret(what, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.QueueStats, error) {
 		var s queue.QueueStats
@@ -244,9 +260,27 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 		return s, err
 	})
 	if err != nil {
-		return nil, interpret("stats", err)
+		return nil, interpret(what, err)
 	}
 	return out, nil
+}
+
+var _ queue.DedupeFinder = (*Driver)(nil)
+
+// FindDedupe returns the id of queue name's job with dedupe key key
+// (dedupe_existing.sql, a probe of the unique index jobs_dedupe).
+func (d *Driver) FindDedupe(ctx context.Context, name, key string) (int64, bool, error) {
+	if d.closed.Load() {
+		return 0, false, queue.ErrClosed
+	}
+	if validText("DedupeKey", key) != nil {
+		return 0, false, nil // PostgreSQL stores no such key
+	}
+	id, ok, err := pgxQuerier{d.pool}.queryID(ctx, d.stmts.dedupeExisting, name, key)
+	if err != nil {
+		return 0, false, failed(ctx, "find dedupe key", err)
+	}
+	return id, ok, nil
 }
 
 // StatsByKind counts jobs per queue and kind, ordered by queue then kind
