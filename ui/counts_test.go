@@ -2,11 +2,17 @@ package ui_test
 
 import (
 	"errors"
+	"html"
 	"math"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dbqueue/dbq/queue"
+	"github.com/dbqueue/dbq/ui"
 )
 
 // CountQueues, which the Queues page reads, counts what Stats counts, each
@@ -108,6 +114,46 @@ func TestJobsByDedupeKey(t *testing.T) {
 		}
 		if _, err := e.q.Jobs(ctx, queue.JobFilter{DedupeKey: "k1"}); !errors.Is(err, queue.ErrInvalidJob) {
 			t.Errorf("DedupeKey without Queue: %v, want ErrInvalidJob", err)
+		}
+	})
+}
+
+// The Queues page stops counting at Options.CountLimit and says so.
+func TestQueuesPageCapsCounts(t *testing.T) {
+	eachDB(t, func(t *testing.T, e *env) {
+		e.enqueue(t, queue.NewJob{Queue: "big"}, queue.NewJob{Queue: "big"}, queue.NewJob{Queue: "big"},
+			queue.NewJob{Queue: "big", Delay: time.Hour})
+		body := e.serve(t, ui.Options{CountLimit: 2}).page("/")
+		if got, want := html.UnescapeString(queueRow(body, "big")), `^big 2\+ 1 0 0 \S+ – running Pause$`; !regexp.MustCompile(want).MatchString(got) {
+			t.Errorf("row of big: %q, want %s", got, want)
+		}
+		if !strings.Contains(html.UnescapeString(body), "Counting stops at 2: a queue with more shows 2+.") {
+			t.Errorf("the page does not say where counting stops")
+		}
+		if _, err := ui.NewHandler(e.q, ui.Options{CountLimit: -1}); err == nil {
+			t.Errorf("CountLimit -1 accepted")
+		}
+	})
+}
+
+// The Jobs page finds a job by queue and dedupe key; a key alone is
+// refused, and a hostile key is shown as text.
+func TestJobsPageFindsByDedupeKey(t *testing.T) {
+	eachDB(t, func(t *testing.T, e *env) {
+		hostile := `<script>alert(1)</script>`
+		ids := e.enqueue(t, queue.NewJob{Queue: "a", DedupeKey: "order-7"}, queue.NewJob{Queue: "b", DedupeKey: "order-7"},
+			queue.NewJob{Queue: "a", DedupeKey: hostile})
+		b := e.serve(t, ui.Options{})
+		equalIDs(t, "a/order-7", rowIDs(t, b.page("/jobs?queue=a&key=order-7")), ids[:1])
+		equalIDs(t, "b/order-7", rowIDs(t, b.page("/jobs?queue=b&key=order-7")), ids[1:2])
+		equalIDs(t, "a/order-8", rowIDs(t, b.page("/jobs?queue=a&key=order-8")), nil)
+		body := b.page("/jobs?queue=a&key=" + url.QueryEscape(hostile))
+		equalIDs(t, "a/hostile", rowIDs(t, body), ids[2:3])
+		if strings.Contains(withoutOwnScript(body), "<script") {
+			t.Errorf("a hostile dedupe key is rendered as markup")
+		}
+		if code, _ := b.get("/jobs?key=order-7"); code != http.StatusBadRequest {
+			t.Errorf("key without queue: %d, want 400", code)
 		}
 	})
 }
