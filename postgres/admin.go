@@ -234,25 +234,9 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	return d.queueStats(ctx, "stats", d.stmts.stats)
-}
-
-var _ queue.QueueCounter = (*Driver)(nil)
-
-// CountQueues counts as Stats does, each count stopping at limit
-// (count_queues.sql).
-func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueStats, error) {
-	if d.closed.Load() {
-		return nil, queue.ErrClosed
-	}
-	return d.queueStats(ctx, "count queues", d.stmts.countQueues, limit)
-}
-
-// queueStats runs stats.sql or count_queues.sql.
-func (d *Driver) queueStats(ctx context.Context, what, query string, args ...any) ([]queue.QueueStats, error) {
-	rows, err := d.pool.Query(ctx, query, args...)
+	rows, err := d.pool.Query(ctx, d.stmts.stats)
 	if err != nil {
-		return nil, interpret(what, err)
+		return nil, interpret("stats", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (queue.QueueStats, error) {
 		var s queue.QueueStats
@@ -260,7 +244,41 @@ func (d *Driver) queueStats(ctx context.Context, what, query string, args ...any
 		return s, err
 	})
 	if err != nil {
-		return nil, interpret(what, err)
+		return nil, interpret("stats", err)
+	}
+	return out, nil
+}
+
+var _ queue.QueueCounter = (*Driver)(nil)
+
+// CountQueues counts as Stats does, each count stopping at limit: the
+// queues from skips through the claim and dead indexes (queue_names.sql),
+// then per queue count_queue.sql, which reads at most about limit index
+// entries per state. A queue whose jobs all went between the two is left
+// out.
+func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := d.pool.Query(ctx, d.stmts.queueNames)
+	if err != nil {
+		return nil, interpret("count queues", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, interpret("count queues", err)
+	}
+	out := make([]queue.QueueStats, 0, len(names))
+	for _, name := range names {
+		s := queue.QueueStats{Queue: name}
+		err := d.pool.QueryRow(ctx, d.stmts.countQueue, name, limit).
+			Scan(&s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused)
+		if err != nil {
+			return nil, interpret("count queues", err)
+		}
+		if s.Ready+s.Scheduled+s.Held+s.Dead > 0 {
+			out = append(out, s)
+		}
 	}
 	return out, nil
 }

@@ -189,7 +189,7 @@ func (q *Queue) jobByDedupeKey(ctx context.Context, a Admin, f JobFilter) ([]*Jo
 		f.State != "" && j.State != f.State || f.Kind != "" && j.Kind != f.Kind {
 		return nil, nil
 	}
-	return jobs, nil
+	return []*Job{j}, nil
 }
 
 // QueueCounter is implemented by drivers that count each queue's jobs as

@@ -53,8 +53,8 @@ type Options struct {
 	// Queue's logger.
 	Logger *slog.Logger
 	// CountLimit is where the Queues page stops counting a queue's jobs
-	// of one state: it shows "10,000+" rather than read a million index
-	// entries to print 1,000,000 (see Queue.CountQueues). Default 10,000.
+	// of one state: it shows "1000+" rather than read a million index
+	// entries to print 1000000 (see Queue.CountQueues). Default 1000.
 	CountLimit int64
 	// Refresh is how often a page fetches itself again while the user has
 	// switched Live on (a switch each browser remembers; off at first), in
@@ -67,7 +67,7 @@ type Options struct {
 const DefaultRefresh = 5 * time.Second
 
 // DefaultCountLimit is Options.CountLimit's default.
-const DefaultCountLimit = 10_000
+const DefaultCountLimit = 1000
 
 // handler serves the dashboard of one Queue.
 type handler struct {
