@@ -373,7 +373,7 @@ func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueSta
 		var ageMicros int64
 		err := d.retry(ctx, func() error {
 			return d.db.QueryRowContext(ctx, d.stmts.get(sqlCountQueue, 0), name, limit, name, limit, name, limit, name, limit,
-				name, name).Scan(&s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused)
+				name, name, name, name).Scan(&s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused)
 		})
 		if err != nil {
 			return nil, d.classify("count queues", err)

@@ -9,7 +9,7 @@ import (
 
 // countPlaceholders are the bind parameters of the statements of
 // CountQueues and FindDedupe.
-var countPlaceholders = map[string]int{sqlCountQueue: 10, sqlFindDedupe: 2}
+var countPlaceholders = map[string]int{sqlCountQueue: 12, sqlFindDedupe: 2}
 
 func TestCountStatementsRender(t *testing.T) {
 	st, err := newStatements(dialect.Names{Schema: "app", Prefix: "q1_"}, 7)
