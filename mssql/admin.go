@@ -355,3 +355,57 @@ func (d *Driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
 	})
 	return out, nil
 }
+
+// The statements of CountQueues and FindDedupe.
+const (
+	sqlQueueNames = "queue_names"
+	sqlCountQueue = "count_queue"
+	sqlFindDedupe = "find_dedupe"
+)
+
+var _ queue.QueueCounter = (*Driver)(nil)
+
+// CountQueues counts as Stats does, each count stopping at limit: the
+// queues from a skip through the clustered key (queue_names.sql), then
+// per queue count_queue.sql, which reads at most about limit rows per
+// state. A queue whose jobs all went between the two is left out.
+func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	names, err := queryAll(ctx, d, "count queues", sqlQueueNames, func(rows *sql.Rows, q *string) error { return rows.Scan(q) })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]queue.QueueStats, 0, len(names))
+	for _, name := range names {
+		s := queue.QueueStats{Queue: name}
+		var ageMicros int64
+		err := d.db.QueryRowContext(ctx, d.sql.text(sqlCountQueue), sql.Named("queue", mssqldb.VarChar(name)),
+			sql.Named("limit", limit)).Scan(&s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused)
+		if err != nil {
+			return nil, classify("count queues", d.dedupe, err)
+		}
+		s.OldestReadyAge = float64(ageMicros) / 1e6
+		if s.Ready+s.Scheduled+s.Held+s.Dead > 0 {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+var _ queue.DedupeFinder = (*Driver)(nil)
+
+// FindDedupe returns the id of queue name's job with dedupe key key
+// (find_dedupe.sql, a probe of jobs_dedupe's primary key).
+func (d *Driver) FindDedupe(ctx context.Context, name, key string) (int64, bool, error) {
+	if d.closed.Load() {
+		return 0, false, queue.ErrClosed
+	}
+	ids, err := queryAll(ctx, d, "find dedupe key", sqlFindDedupe, func(rows *sql.Rows, id *int64) error { return rows.Scan(id) },
+		sql.Named("queue", mssqldb.VarChar(name)), sql.Named("dedupe_key", key))
+	if err != nil || len(ids) == 0 {
+		return 0, false, err
+	}
+	return ids[0], true, nil
+}

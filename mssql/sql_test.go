@@ -378,6 +378,7 @@ func TestEveryStatementSentIsChecked(t *testing.T) {
 
 	sent := append(append(append(f.statements(), uf.statements()...), cf.statements()...), scheduleStatementsSent(t)...)
 	sent = append(sent, activityStatementsSent(t)...)
+	sent = append(sent, countStatementsSent(t)...)
 	seen := map[string]int{}
 	for _, s := range sent {
 		if s.name == "" {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
@@ -344,4 +345,59 @@ func uniqueIDs(ids []int64) []int64 {
 func sortIDs(ids []int64) []int64 {
 	slices.Sort(ids)
 	return ids
+}
+
+// The statements of CountQueues and FindDedupe.
+const (
+	sqlCountQueue = "count_queue"
+	sqlFindDedupe = "find_dedupe"
+)
+
+var _ queue.QueueCounter = (*Driver)(nil)
+
+// CountQueues counts as Stats does, each count stopping at limit: the
+// queues from a loose scan of the claim index (rescue_queues.sql), then
+// per queue count_queue.sql, which reads at most about limit index entries
+// per state. A queue whose jobs all went between the two is left out.
+func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueStats, error) {
+	names, err := list(ctx, d, "count queues", sqlRescueQueues, func(rows *sql.Rows) (s string, err error) {
+		err = rows.Scan(&s)
+		return s, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]queue.QueueStats, 0, len(names))
+	for _, name := range names {
+		s := queue.QueueStats{Queue: name}
+		var ageMicros int64
+		err := d.retry(ctx, func() error {
+			return d.db.QueryRowContext(ctx, d.stmts.get(sqlCountQueue, 0), name, limit, name, limit, name, limit, name, limit,
+				name, name, name, name).Scan(&s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused)
+		})
+		if err != nil {
+			return nil, d.classify("count queues", err)
+		}
+		s.OldestReadyAge = float64(ageMicros) / 1e6
+		if s.Ready+s.Scheduled+s.Held+s.Dead > 0 {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b queue.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	return out, nil
+}
+
+var _ queue.DedupeFinder = (*Driver)(nil)
+
+// FindDedupe returns the id of queue name's job with dedupe key key
+// (find_dedupe.sql, a probe of the unique index jobs_dedupe).
+func (d *Driver) FindDedupe(ctx context.Context, name, key string) (int64, bool, error) {
+	ids, err := list(ctx, d, "find dedupe key", sqlFindDedupe, func(rows *sql.Rows) (id int64, err error) {
+		err = rows.Scan(&id)
+		return id, err
+	}, name, []byte(key))
+	if err != nil || len(ids) == 0 {
+		return 0, false, err
+	}
+	return ids[0], true, nil
 }

@@ -62,7 +62,7 @@ func TestStatementsRender(t *testing.T) {
 	// The statements that name no table, and those of the queues table.
 	noTable := map[string]bool{sqlServer: true, sqlServerWsrep: true, sqlSession: true, sqlConnectionID: true, sqlRescueGetLock: true, sqlRescueReleaseLock: true}
 	queuesOnly := map[string]bool{sqlSetPaused: true, sqlPaused: true}
-	if len(ts) != len(want)+len(schedulePlaceholders)+len(activityPlaceholders) {
+	if len(ts) != len(want)+len(schedulePlaceholders)+len(activityPlaceholders)+len(countPlaceholders) {
 		t.Errorf("%d statement files, %d known", len(ts), len(want))
 	}
 	for name, count := range want {

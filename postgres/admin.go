@@ -249,6 +249,58 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	return out, nil
 }
 
+var _ queue.QueueCounter = (*Driver)(nil)
+
+// CountQueues counts as Stats does, each count stopping at limit: the
+// queues from skips through the claim and dead indexes (queue_names.sql),
+// then per queue count_queue.sql, which reads at most about limit index
+// entries per state. A queue whose jobs all went between the two is left
+// out.
+func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	rows, err := d.pool.Query(ctx, d.stmts.queueNames)
+	if err != nil {
+		return nil, interpret("count queues", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, interpret("count queues", err)
+	}
+	out := make([]queue.QueueStats, 0, len(names))
+	for _, name := range names {
+		s := queue.QueueStats{Queue: name}
+		err := d.pool.QueryRow(ctx, d.stmts.countQueue, name, limit).
+			Scan(&s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused)
+		if err != nil {
+			return nil, interpret("count queues", err)
+		}
+		if s.Ready+s.Scheduled+s.Held+s.Dead > 0 {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+var _ queue.DedupeFinder = (*Driver)(nil)
+
+// FindDedupe returns the id of queue name's job with dedupe key key
+// (dedupe_existing.sql, a probe of the unique index jobs_dedupe).
+func (d *Driver) FindDedupe(ctx context.Context, name, key string) (int64, bool, error) {
+	if d.closed.Load() {
+		return 0, false, queue.ErrClosed
+	}
+	if validText("DedupeKey", key) != nil {
+		return 0, false, nil // PostgreSQL stores no such key
+	}
+	id, ok, err := pgxQuerier{d.pool}.queryID(ctx, d.stmts.dedupeExisting, name, key)
+	if err != nil {
+		return 0, false, failed(ctx, "find dedupe key", err)
+	}
+	return id, ok, nil
+}
+
 // StatsByKind counts jobs per queue and kind, ordered by queue then kind
 // (stats_by_kind.sql), with the states of Stats: jobs an advisory claimer
 // holds count as Held.

@@ -23,7 +23,7 @@ type statements struct {
 	// channel is the table's NOTIFY channel (waker.go).
 	channel string
 
-	enqueue, stats, statsByKind, namespace, backendPID, listen string
+	enqueue, stats, queueNames, countQueue, statsByKind, namespace, backendPID, listen string
 
 	// Advisory strategy.
 	claimAdvisory, postcheck, completeAdvisory, retryAdvisory string
@@ -106,6 +106,8 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"enqueue":             &s.enqueue,
 		"stats":               &s.stats,
 		"stats_by_kind":       &s.statsByKind,
+		"queue_names":         &s.queueNames,
+		"count_queue":         &s.countQueue,
 		"namespace":           &s.namespace,
 		"backend_pid":         &s.backendPID,
 		"listen":              &s.listen,

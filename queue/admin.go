@@ -62,6 +62,10 @@ type JobFilter struct {
 	State State
 	// Kind, when set, keeps only jobs of that kind.
 	Kind string
+	// DedupeKey, when set, keeps only the job of Queue (required with it)
+	// whose dedupe key it is: one probe of the unique index on queue and
+	// key. The other filters apply to that job.
+	DedupeKey string
 	// AfterID keeps jobs with a larger id: pass the last id of a page to
 	// get the next.
 	AfterID int64
@@ -90,6 +94,12 @@ func (f JobFilter) check() (JobFilter, error) {
 	case "", StateReady, StateClaimed, StateDead:
 	default:
 		return f, fmt.Errorf("%w: unknown state %q", ErrInvalidJob, f.State)
+	}
+	if f.DedupeKey != "" && f.Queue == "" {
+		return f, fmt.Errorf("%w: a DedupeKey filter needs a Queue: keys are unique per queue", ErrInvalidJob)
+	}
+	if len(f.DedupeKey) > 200 {
+		return f, fmt.Errorf("%w: DedupeKey longer than 200 bytes", ErrInvalidJob)
 	}
 	if f.Limit < 0 || f.Limit > MaxListLimit {
 		return f, fmt.Errorf("%w: Limit %d out of range 0..%d", ErrInvalidLimit, f.Limit, MaxListLimit)
@@ -131,6 +141,8 @@ func (q *Queue) EnqueueUnique(ctx context.Context, tx any, job NewJob) (id int64
 }
 
 // Jobs lists stored jobs that match f, in id order. Page with f.AfterID.
+// A DedupeKey filter needs a driver that implements DedupeFinder
+// (ErrUnsupported otherwise).
 func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	a, err := q.admin()
 	if err != nil {
@@ -139,7 +151,79 @@ func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	if f, err = f.check(); err != nil {
 		return nil, err
 	}
+	if f.DedupeKey != "" {
+		return q.jobByDedupeKey(ctx, a, f)
+	}
 	return a.Jobs(ctx, f)
+}
+
+// DedupeFinder is implemented by drivers that find a stored job by its
+// queue and dedupe key with one probe of their unique index on the two.
+// [Queue.Jobs] uses it for JobFilter.DedupeKey. Every shipped dialect
+// implements it.
+type DedupeFinder interface {
+	// FindDedupe returns the id of queue's stored job with dedupe key key;
+	// ok is false when there is none.
+	FindDedupe(ctx context.Context, queue, key string) (id int64, ok bool, err error)
+}
+
+// jobByDedupeKey finds the job of f.Queue with key f.DedupeKey, then reads
+// it as Jobs lists it (one primary-key probe, so its state is the one
+// Jobs shows) and keeps it if it matches the rest of f. A job completed
+// or replaced between the two reads is not returned.
+func (q *Queue) jobByDedupeKey(ctx context.Context, a Admin, f JobFilter) ([]*Job, error) {
+	d, ok := q.drv.(DedupeFinder)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: JobFilter.DedupeKey", ErrUnsupported, q.drv.Dialect())
+	}
+	id, ok, err := d.FindDedupe(ctx, f.Queue, f.DedupeKey)
+	if err != nil || !ok || id <= f.AfterID {
+		return nil, err
+	}
+	jobs, err := a.Jobs(ctx, JobFilter{AfterID: id - 1, Limit: 1})
+	if err != nil || len(jobs) == 0 {
+		return nil, err
+	}
+	j := jobs[0]
+	if j.ID != id || j.Queue != f.Queue || j.DedupeKey != f.DedupeKey ||
+		f.State != "" && j.State != f.State || f.Kind != "" && j.Kind != f.Kind {
+		return nil, nil
+	}
+	return []*Job{j}, nil
+}
+
+// QueueCounter is implemented by drivers that count each queue's jobs as
+// Stats does, but stop counting a state of a queue at a limit, so that a
+// count reads at most about that many index entries however many jobs are
+// stored. [Queue.CountQueues] uses it and falls back to Stats.
+type QueueCounter interface {
+	// CountQueues returns what Stats returns, each of Ready, Scheduled,
+	// Held and Dead at most limit (limit means "limit or more"), for the
+	// queues with stored jobs, in name order. OldestReadyAge is exact.
+	CountQueues(ctx context.Context, limit int64) ([]QueueStats, error)
+}
+
+// CountQueues counts each queue's jobs as Stats does, each count stopping
+// at limit (a count of limit means "limit or more"): with a driver that
+// implements QueueCounter it costs about limit index entries per queue and
+// state, not a pass over every stored job. Other drivers get Stats, with
+// counts above limit cut to it.
+func (q *Queue) CountQueues(ctx context.Context, limit int64) ([]QueueStats, error) {
+	if q.closed.Load() {
+		return nil, ErrClosed
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: CountQueues limit %d, want at least 1", ErrInvalidLimit, limit)
+	}
+	if c, ok := q.drv.(QueueCounter); ok {
+		return c.CountQueues(ctx, limit)
+	}
+	st, err := q.drv.Stats(ctx)
+	for i := range st {
+		s := &st[i]
+		s.Ready, s.Scheduled, s.Held, s.Dead = min(s.Ready, limit), min(s.Scheduled, limit), min(s.Held, limit), min(s.Dead, limit)
+	}
+	return st, err
 }
 
 // StatsByKind counts stored jobs per queue and kind, ordered by queue then

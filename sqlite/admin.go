@@ -246,3 +246,32 @@ func readAll[T any](ctx context.Context, d *Driver, st *stmt, scan func(*sql.Row
 	}
 	return out, nil
 }
+
+var _ queue.QueueCounter = (*Driver)(nil)
+
+// CountQueues counts as Stats does, each count stopping at limit
+// (count_queues.sql).
+func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueStats, error) {
+	if d.closed.Load() {
+		return nil, queue.ErrClosed
+	}
+	return readAll(ctx, d, d.stmts.countQueues, scanQueueStats, limit)
+}
+
+var _ queue.DedupeFinder = (*Driver)(nil)
+
+// FindDedupe returns the id of queue name's job with dedupe key key
+// (find_unique.sql, a probe of the unique index jobs_dedupe).
+func (d *Driver) FindDedupe(ctx context.Context, name, key string) (int64, bool, error) {
+	if d.closed.Load() {
+		return 0, false, queue.ErrClosed
+	}
+	ids, err := readAll(ctx, d, d.stmts.findUnique, func(rows *sql.Rows) (id int64, err error) {
+		err = rows.Scan(&id)
+		return id, err
+	}, name, key)
+	if err != nil || len(ids) == 0 {
+		return 0, false, err
+	}
+	return ids[0], true, nil
+}

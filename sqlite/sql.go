@@ -18,7 +18,7 @@ var sqlFiles embed.FS
 
 // statements holds the rendered SQL for one set of table names.
 type statements struct {
-	claim, complete, retry, release, extend, rescue, stats *stmt
+	claim, complete, retry, release, extend, rescue, stats, countQueues *stmt
 
 	// Admin statements (admin.go).
 	findUnique, jobs, jobsDead, cancel, retryDead, setPaused, paused, statsByKind *stmt
@@ -62,6 +62,8 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"extend":   &s.extend,
 		"rescue":   &s.rescue,
 		"stats":    &s.stats,
+
+		"count_queues": &s.countQueues,
 
 		"enqueue_unique": &s.enqueueUnique,
 		"find_unique":    &s.findUnique,
@@ -128,7 +130,7 @@ func (s *statements) prepareEnqueue() error {
 }
 
 func (s *statements) close() {
-	for _, st := range []*stmt{s.claim, s.complete, s.retry, s.release, s.extend, s.rescue, s.stats, s.enqueueFull,
+	for _, st := range []*stmt{s.claim, s.complete, s.retry, s.release, s.extend, s.rescue, s.stats, s.countQueues, s.enqueueFull,
 		s.findUnique, s.jobs, s.jobsDead, s.cancel, s.retryDead, s.setPaused, s.paused, s.statsByKind,
 		s.enqueueUnique, s.scheduleUpsert, s.scheduleAdvance, s.scheduleList, s.scheduleSetPaused} {
 		st.close()

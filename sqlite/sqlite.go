@@ -208,9 +208,12 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	return readAll(ctx, d, d.stmts.stats, func(rows *sql.Rows) (queue.QueueStats, error) {
-		var s queue.QueueStats
-		err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused)
-		return s, err
-	})
+	return readAll(ctx, d, d.stmts.stats, scanQueueStats)
+}
+
+// scanQueueStats reads a row of stats.sql or count_queues.sql.
+func scanQueueStats(rows *sql.Rows) (queue.QueueStats, error) {
+	var s queue.QueueStats
+	err := rows.Scan(&s.Queue, &s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused)
+	return s, err
 }

@@ -20,74 +20,86 @@ const chartMinutes = 60
 // (vector-effect in style.css).
 const (
 	chartStep   = 2
-	chartHeight = 30
+	chartHeight = 12
 	chartWidth  = chartStep * (chartMinutes - 1)
 )
 
 // chart is one queue's completed, retried and dead jobs per minute over
-// the last hour, as SVG polyline points ("x,y x,y …": numbers only).
+// the last hour: three small charts, one above the other, each on its own
+// scale (its busiest minute at the top), so that a few dead jobs among
+// thousands completed still show as a line, not as the floor.
 type chart struct {
-	Completed, Retried, Dead string
-	// Totals of the hour and the busiest minute's count of any series.
-	TotalCompleted, TotalRetried, TotalDead int64
-	Peak                                    int64
+	Series [3]series
+}
+
+// series is one line of a chart, as SVG polyline points ("x,y x,y …":
+// numbers only), with the hour's total and the busiest minute's count.
+type series struct {
+	Class, Name string
+	Points      string
+	Total, Peak int64
 }
 
 // Width and Height are the SVG's viewBox size.
-func (chart) Width() int  { return chartWidth }
-func (chart) Height() int { return chartHeight }
+func (series) Width() int  { return chartWidth }
+func (series) Height() int { return chartHeight }
 
 // Label describes the chart for screen readers and as a tooltip.
 func (c *chart) Label() string {
-	return fmt.Sprintf("Last hour: %d completed, %d retried, %d dead; busiest minute %d jobs",
-		c.TotalCompleted, c.TotalRetried, c.TotalDead, c.Peak)
+	var b strings.Builder
+	b.WriteString("Last hour:")
+	for i, s := range c.Series {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %d %s (busiest minute %d)", s.Total, s.Name, s.Peak)
+	}
+	return b.String()
 }
 
 // charts builds each queue's chart from the counts Queue.Activity gave for
 // the hour ending in the minute of now.
 func charts(counts []queue.ActivityCount, now time.Time) map[string]*chart {
 	first := now.UTC().Truncate(time.Minute).Add(-(chartMinutes - 1) * time.Minute)
-	type series [3][chartMinutes]int64
-	byQueue := map[string]*series{}
+	type values [3][chartMinutes]int64
+	byQueue := map[string]*values{}
 	for _, c := range counts {
 		i := int(c.Minute.Sub(first) / time.Minute)
 		if i < 0 || i >= chartMinutes {
 			continue
 		}
-		s := byQueue[c.Queue]
-		if s == nil {
-			s = &series{}
-			byQueue[c.Queue] = s
+		v := byQueue[c.Queue]
+		if v == nil {
+			v = &values{}
+			byQueue[c.Queue] = v
 		}
-		s[0][i] += c.Completed
-		s[1][i] += c.Retried
-		s[2][i] += c.Dead
+		v[0][i] += c.Completed
+		v[1][i] += c.Retried
+		v[2][i] += c.Dead
 	}
 	out := make(map[string]*chart, len(byQueue))
-	for name, s := range byQueue {
-		c := &chart{}
-		for k := range s {
-			for _, v := range s[k] {
-				c.Peak = max(c.Peak, v)
+	for name, v := range byQueue {
+		c := &chart{Series: [3]series{{Class: "completed", Name: "completed"}, {Class: "retried", Name: "retried"},
+			{Class: "dead", Name: "dead"}}}
+		for k := range v {
+			s := &c.Series[k]
+			for _, n := range v[k] {
+				s.Peak = max(s.Peak, n)
+				s.Total += n
 			}
-		}
-		totals := [3]*int64{&c.TotalCompleted, &c.TotalRetried, &c.TotalDead}
-		points := [3]*string{&c.Completed, &c.Retried, &c.Dead}
-		for k := range s {
 			var b strings.Builder
-			for i, v := range s[k] {
-				*totals[k] += v
+			for i, n := range v[k] {
 				if i > 0 {
 					b.WriteByte(' ')
 				}
-				// Up from the bottom, the peak at the top; 0.5 keeps a
-				// zero line inside the box.
-				y := chartHeight - 0.5 - float64(v)*(chartHeight-1)/float64(max(c.Peak, 1))
+				// Up from the bottom, the series' peak at the top; 0.5
+				// keeps a zero line inside the box.
+				y := chartHeight - 0.5 - float64(n)*(chartHeight-1)/float64(max(s.Peak, 1))
 				b.WriteString(strconv.Itoa(i * chartStep))
 				b.WriteByte(',')
 				b.WriteString(strconv.FormatFloat(y, 'f', 1, 64))
 			}
-			*points[k] = b.String()
+			s.Points = b.String()
 		}
 		out[name] = c
 	}

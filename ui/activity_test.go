@@ -88,8 +88,8 @@ func TestQueuesPageChartsThroughput(t *testing.T) {
 			t.Fatalf("Queues page: %d", code)
 		}
 		for name, want := range map[string]string{
-			"busy":  `^busy 0 0 0 0 – Last hour: 14 completed, 1 retried, 2 dead; busiest minute 10 jobs 14 done · 1 retried · 2 dead running Pause$`,
-			"mixed": `^mixed 1 0 0 0 \S+ Last hour: 0 completed, 0 retried, 3 dead; busiest minute 3 jobs 0 done · 0 retried · 3 dead running Pause$`,
+			"busy":  `^busy 0 0 0 0 – 14 completed, peak 10/min 1 retried, peak 1/min 2 dead, peak 2/min running Pause$`,
+			"mixed": `^mixed 1 0 0 0 \S+ 0 completed 0 retried 3 dead, peak 3/min running Pause$`,
 		} {
 			if got := queueRow(body, name); !regexp.MustCompile(want).MatchString(got) {
 				t.Errorf("row of %s: %q, want %s", name, got, want)
@@ -98,18 +98,25 @@ func TestQueuesPageChartsThroughput(t *testing.T) {
 		// busy's completed line: 60 points, a step of 2 across; the
 		// busiest minute (two minutes ago: the 58th point) at the top,
 		// the one of 4 jobs ten minutes before it part way, the rest on
-		// the floor.
+		// the floor. Its dead line has a scale of its own: 2 at the top.
 		pts := regexp.MustCompile(`<tr data-queue="busy">[\s\S]*?<polyline class="completed" points="([^"]+)"/>`).FindStringSubmatch(body)
 		if pts == nil {
 			t.Fatalf("no completed line for busy:\n%s", queueRow(body, "busy"))
 		}
 		points := strings.Fields(pts[1])
-		if len(points) != 60 || points[0] != "0,29.5" || points[57] != "114,0.5" || points[47] != "94,17.9" || points[59] != "118,29.5" {
+		if len(points) != 60 || points[0] != "0,11.5" || points[57] != "114,0.5" || points[47] != "94,7.1" || points[59] != "118,11.5" {
 			t.Errorf("completed points %q", points)
+		}
+		dead := regexp.MustCompile(`<tr data-queue="busy">[\s\S]*?<polyline class="dead" points="([^"]+)"/>`).FindStringSubmatch(body)
+		if dead == nil || strings.Fields(dead[1])[57] != "114,0.5" {
+			t.Errorf("dead line of busy: %q, want its peak of 2 at the top", dead)
+		}
+		if !strings.Contains(body, `aria-label="Last hour: 14 completed (busiest minute 10), 1 retried (busiest minute 1), 2 dead (busiest minute 2)"`) {
+			t.Errorf("chart label:\n%s", body)
 		}
 		// Inline SVG, styled by classes from style.css: no style attribute
 		// the CSP would refuse.
-		if strings.Contains(body, "style=") || !strings.Contains(body, `<svg class="spark" viewBox="0 0 118 30"`) {
+		if strings.Contains(body, "style=") || !strings.Contains(body, `<svg class="spark" viewBox="0 0 118 12"`) {
 			t.Errorf("chart markup:\n%s", queueRow(body, "busy"))
 		}
 	})

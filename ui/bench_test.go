@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/dbqueue/dbq/queue"
 	"github.com/dbqueue/dbq/ui"
@@ -14,9 +16,10 @@ import (
 
 // BenchmarkPages measures the server time of the Queues, Jobs and Job pages
 // over a table of DBQ_UI_BENCH_JOBS jobs (default 10,000) in 10 queues, one
-// in a thousand dead:
+// in a thousand dead, and of Stats, which the Queues page counted with
+// before CountQueues. Each reports its median (p50-ms) besides the mean:
 //
-//	DBQ_UI_BENCH_JOBS=1000000 go test -run - -bench Pages/postgres ./ui/
+//	DBQ_UI_BENCH_JOBS=1000000 go test -run - -bench Pages/postgres -benchtime 50x ./ui/
 func BenchmarkPages(b *testing.B) {
 	n := 10_000
 	if s := os.Getenv("DBQ_UI_BENCH_JOBS"); s != "" {
@@ -71,15 +74,41 @@ func BenchmarkPages(b *testing.B) {
 				{"Job", fmt.Sprintf("/jobs/%d", dead)},
 			} {
 				b.Run(p.name, func(b *testing.B) {
+					var took []time.Duration
 					for b.Loop() {
+						start := time.Now()
 						w := httptest.NewRecorder()
 						h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, p.path, nil))
+						took = append(took, time.Since(start))
 						if w.Code != http.StatusOK {
 							b.Fatalf("%s: %d %s", p.path, w.Code, w.Body)
 						}
 					}
+					reportP50(b, took)
 				})
 			}
+			// What the Queues page cost when it counted with Stats, for
+			// comparison.
+			b.Run("Stats", func(b *testing.B) {
+				var took []time.Duration
+				for b.Loop() {
+					start := time.Now()
+					if _, err := e.q.Stats(ctxT(b)); err != nil {
+						b.Fatal(err)
+					}
+					took = append(took, time.Since(start))
+				}
+				reportP50(b, took)
+			})
 		})
 	}
+}
+
+// reportP50 reports the median of took in milliseconds.
+func reportP50(b *testing.B, took []time.Duration) {
+	if len(took) == 0 {
+		return
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2])/float64(time.Millisecond), "p50-ms")
 }

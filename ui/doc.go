@@ -19,9 +19,28 @@
 // works without it. Every POST needs a CSRF token bound to a
 // SameSite=Strict cookie and passes net/http's CrossOriginProtection.
 //
+// The Queues page counts with Queue.CountQueues, not Stats: each count of
+// a queue and state stops at Options.CountLimit (1000) and then reads
+// "1000+". Stats reads every stored job, which on a million takes about a
+// second, on every refresh of the page; a capped count reads at most about
+// the limit's worth of index entries per queue and state (the queues
+// themselves are found by skipping through an index, one descent each),
+// and an operator still tells 3 from 900 from "a lot". (The scheduled
+// count is not bounded yet: it filters run_at over the queue's whole ready
+// range, so a queue of many due jobs and few scheduled ones is read to its
+// end; see docs/dashboard.md.) Planner
+// estimates of the table's size were the alternative: cheaper still, but
+// per table rather than per queue and state, stale until the next ANALYZE,
+// and absent from SQL Server's and SQLite's reach without extra rights or
+// statistics; exact small counts matter more on this page than a rough
+// large one. The oldest ready wait stays exact (the first run_at of each
+// priority, one index descent each).
+//
 // Job lists page by id (JobFilter.AfterID), an index range however many
-// jobs the table holds; a job is found by id the same way. The links carry
-// the cursors of the pages before (up to 20) for Previous page.
+// jobs the table holds; a job is found by id the same way, or by queue and
+// dedupe key (JobFilter.DedupeKey, a probe of the unique index on the
+// two). The links carry the cursors of the pages before (up to 20) for
+// Previous page.
 //
 // The Schedules page lists the queue's stored schedules (see package
 // schedule) with each one's next tick computed from its spec; a driver

@@ -23,6 +23,7 @@ func (h *handler) parse() error {
 		"zoned":    zoned,
 		"state":    shownState,
 		"jobsURL":  h.jobsURL,
+		"count":    count,
 		"kindURL":  h.kindURL,
 		"isZero":   func(t time.Time) bool { return t.IsZero() },
 		"canRetry": func(j *queue.Job) bool { return j.State == queue.StateDead },
@@ -71,6 +72,9 @@ func (h *handler) pageURL(f queue.JobFilter, after int64, back []int64) string {
 	}
 	if f.Queue != "" {
 		v.Set("queue", f.Queue)
+	}
+	if f.DedupeKey != "" {
+		v.Set("key", f.DedupeKey)
 	}
 	if f.State != "" {
 		v.Set("state", string(f.State))
@@ -133,4 +137,12 @@ func short(d time.Duration) string {
 		return d.Round(time.Second).String()
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// count shows n, a count that stopped at limit, as "limit+" when it did.
+func count(n, limit int64) string {
+	if n >= limit {
+		return strconv.FormatInt(limit, 10) + "+"
+	}
+	return strconv.FormatInt(n, 10)
 }

@@ -52,6 +52,10 @@ type Options struct {
 	// Logger receives errors the pages could not show. Default: the
 	// Queue's logger.
 	Logger *slog.Logger
+	// CountLimit is where the Queues page stops counting a queue's jobs
+	// of one state: it shows "1000+" rather than read a million index
+	// entries to print 1000000 (see Queue.CountQueues). Default 1000.
+	CountLimit int64
 	// Refresh is how often a page fetches itself again while the user has
 	// switched Live on (a switch each browser remembers; off at first), in
 	// whole seconds, at least one. Default 5s; negative hides the switch
@@ -61,6 +65,9 @@ type Options struct {
 
 // DefaultRefresh is Options.Refresh's default.
 const DefaultRefresh = 5 * time.Second
+
+// DefaultCountLimit is Options.CountLimit's default.
+const DefaultCountLimit = 1000
 
 // handler serves the dashboard of one Queue.
 type handler struct {
@@ -93,6 +100,12 @@ func NewHandler(q *queue.Queue, opts Options) (http.Handler, error) {
 	}
 	if opts.Refresh == 0 {
 		opts.Refresh = DefaultRefresh
+	}
+	switch {
+	case opts.CountLimit == 0:
+		opts.CountLimit = DefaultCountLimit
+	case opts.CountLimit < 0:
+		return nil, fmt.Errorf("dbq: ui: CountLimit %d, want at least 1", opts.CountLimit)
 	}
 	h := &handler{q: q, opts: opts, log: opts.Logger, secret: opts.CSRFSecret,
 		crossOrigin: http.NewCrossOriginProtection()}
@@ -291,6 +304,8 @@ var errBadRequest = errors.New("dbq: ui: bad request")
 // queuesPage is the data of the Queues page.
 type queuesPage struct {
 	Queues []queueRow
+	// Limit is where each count stopped: a count of Limit reads "Limit+".
+	Limit int64
 	// NoCharts says why there are no throughput charts; "" when there
 	// are.
 	NoCharts string
@@ -304,12 +319,14 @@ type queueRow struct {
 }
 
 func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
-	st, err := h.q.Stats(r.Context())
+	// Counts that stop at the limit: a pass over every stored job
+	// (Stats) takes a second on a million.
+	st, err := h.q.CountQueues(r.Context(), h.opts.CountLimit)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	// Stats counts jobs, so a paused queue with none is missing from it;
+	// CountQueues counts jobs, so a paused queue with none is missing from it;
 	// show it, or it could never be resumed from here.
 	paused, err := h.q.Paused(r.Context())
 	if err != nil {
@@ -325,7 +342,7 @@ func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
 	// in its chart alone.
 	now := time.Now()
 	counts, err := h.q.Activity(r.Context(), now.Add(-(chartMinutes-1)*time.Minute))
-	var p queuesPage
+	p := queuesPage{Limit: h.opts.CountLimit}
 	if p.NoCharts, err = h.activityNote(err); err != nil {
 		h.fail(w, r, err)
 		return
@@ -345,10 +362,10 @@ func (h *handler) queues(w http.ResponseWriter, r *http.Request) {
 
 // jobsPage is the data of the Jobs page.
 type jobsPage struct {
-	Queue, State, Kind string
-	States             []string
-	Jobs               []*queue.Job
-	After              int64
+	Queue, State, Kind, Key string
+	States                  []string
+	Jobs                    []*queue.Job
+	After                   int64
 	// First, Prev and Next link to the first, previous and next pages;
 	// "" when there is none (or, for Prev, when its cursor was dropped).
 	First, Prev, Next string
@@ -378,7 +395,11 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	// No Stats here (for a list of queue names): counting is a scan, and
 	// this page must stay an index range on a table of millions.
 	f := queue.JobFilter{Queue: strings.TrimSpace(qv.Get("queue")), State: queue.State(qv.Get("state")),
-		Kind: strings.TrimSpace(qv.Get("kind")), Limit: h.opts.PageSize + 1}
+		Kind: strings.TrimSpace(qv.Get("kind")), DedupeKey: qv.Get("key"), Limit: h.opts.PageSize + 1}
+	if f.DedupeKey != "" && f.Queue == "" {
+		h.fail(w, r, fmt.Errorf("%w: a dedupe key is unique within its queue: give the queue too", errBadRequest))
+		return
+	}
 	var err error
 	if f.AfterID, err = cursor("after", qv.Get("after")); err != nil {
 		h.fail(w, r, err)
@@ -405,7 +426,7 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	p := jobsPage{Queue: f.Queue, State: string(f.State), Kind: f.Kind, States: listStates, After: f.AfterID, Now: time.Now()}
+	p := jobsPage{Queue: f.Queue, State: string(f.State), Kind: f.Kind, Key: f.DedupeKey, States: listStates, After: f.AfterID, Now: time.Now()}
 	if f.AfterID > 0 {
 		p.First = h.pageURL(f, 0, nil)
 	}
