@@ -399,6 +399,40 @@ func TestAdvisoryIdleSessionTimeout(t *testing.T) {
 	}
 }
 
+// lateCtx is a context whose deadline has passed but that does not say
+// so yet: an Extend that waited for the claimer's connection past its
+// heartbeat interval sees one like it.
+type lateCtx struct{ context.Context }
+
+func (lateCtx) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// TestAdvisoryExtendLateKeepsHealthyConnection: an Extend whose ctx runs
+// out before its ping is sent (it waited for a claim or a completion on
+// the same connection) still gives the ping its time, and a healthy
+// connection keeps its locks. Dropping it would give running jobs to other
+// workers: under load, make chaos saw five jobs run twice that way.
+func TestAdvisoryExtendLateKeepsHealthyConnection(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, Config{}, true)
+	id := enqueueN(t, q, "late", 1)[0]
+	c := advisoryClaimer(t, q)
+	jobs := claim(t, c, "late", 1)
+	if len(jobs) != 1 || jobs[0].ID != id {
+		t.Fatalf("claimed %v, want job %d", queue.IDs(jobs), id)
+	}
+	pid := c.backendPID()
+	if err := c.Extend(lateCtx{context.Background()}, []queue.Lease{jobs[0].Lease()}); err != nil {
+		t.Fatalf("Extend on a healthy connection with its deadline just passed: %v", err)
+	}
+	if got := c.backendPID(); got != pid || lockHolder(t, q, id) != int32(pid) {
+		t.Fatalf("after Extend the claimer's backend is %d (was %d) and job %d's lock is held by %d",
+			got, pid, id, lockHolder(t, q, id))
+	}
+	if err := c.Complete(testCtx(t), []queue.Lease{jobs[0].Lease()}); err != nil {
+		t.Fatalf("Complete after Extend: %v", err)
+	}
+}
+
 // cutProxy forwards TCP connections to the PostgreSQL server until cut,
 // after which it forwards nothing and closes nothing, as a network that
 // drops every packet does: neither end hears of it.
