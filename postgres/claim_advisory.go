@@ -652,7 +652,11 @@ func (c *AdvisoryClaimer) LockCheckInterval() time.Duration { return c.d.cfg.Loc
 // they are, so every lease of it is reported lost and no other claimer
 // can take a job this one's Worker still thinks it holds for longer than
 // the check takes. A ctx cancelled without a deadline does not cut the
-// ping short.
+// ping short, and the ping has at least a third of Config.LockCheck from
+// when it is sent, past ctx's deadline if need be: time spent waiting for
+// a claim or a completion on the same connection to finish says nothing
+// about the connection, and judging it by a ping sent with no time left
+// would end a healthy session and give its running jobs to other workers.
 func (c *AdvisoryClaimer) Extend(ctx context.Context, leases []queue.Lease) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -663,6 +667,9 @@ func (c *AdvisoryClaimer) Extend(ctx context.Context, leases []queue.Lease) erro
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(cleanupTimeout)
+	}
+	if least := time.Now().Add(c.d.cfg.LockCheck / 3); deadline.Before(least) {
+		deadline = least
 	}
 	pctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	err = c.conn.Conn().Ping(pctx)

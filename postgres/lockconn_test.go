@@ -21,14 +21,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// runLog records the runs of a job: when each began and ended, so a test
-// can tell whether two ever overlapped.
+// runLog records the runs of a job: when each began and ended and how, so
+// a test can tell whether two ever overlapped, and for how long.
 type runLog struct {
 	mu   sync.Mutex
 	runs []span
 }
 
-type span struct{ from, to time.Time }
+// span is one run: lost when its handler was cancelled because its hold
+// was lost.
+type span struct {
+	from, to time.Time
+	lost     bool
+}
 
 func (l *runLog) begin() int {
 	l.mu.Lock()
@@ -37,17 +42,21 @@ func (l *runLog) begin() int {
 	return len(l.runs) - 1
 }
 
-func (l *runLog) end(i int) {
+// end records that run i ended on a handler ctx ending with cause.
+func (l *runLog) end(i int, cause error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.runs[i].to = time.Now()
+	l.runs[i].lost = errors.Is(cause, queue.ErrLeaseLost)
 }
 
-// overlaps counts pairs of runs that were under way at once.
-func (l *runLog) overlaps() int {
+// overlaps counts pairs of runs that were under way at once, and of
+// those the ones the lock check does not explain: the earlier run was not
+// cancelled for a lost hold, or both ran at once for longer than window
+// (the documented bound from a lost connection to its handlers' cancel).
+func (l *runLog) overlaps(window time.Duration) (n, outside int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
 	for i, a := range l.runs {
 		for _, b := range l.runs[i+1:] {
 			aTo, bTo := a.to, b.to
@@ -57,25 +66,62 @@ func (l *runLog) overlaps() int {
 			if bTo.IsZero() {
 				bTo = time.Now()
 			}
-			if a.from.Before(bTo) && b.from.Before(aTo) {
-				n++
+			if !a.from.Before(bTo) || !b.from.Before(aTo) {
+				continue
+			}
+			n++
+			first := a
+			if b.from.Before(a.from) {
+				first = b
+			}
+			both := minTime(aTo, bTo).Sub(maxTime(a.from, b.from))
+			if !first.lost || both > window {
+				outside++
 			}
 		}
 	}
-	return n
+	return n, outside
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // outcomeHooks collects the outcome of every run.
 type outcomeHooks struct {
 	queue.NopHooks
-	mu  sync.Mutex
-	got []queue.Outcome
+	mu        sync.Mutex
+	got       []queue.Outcome
+	completed map[int64]bool
 }
 
-func (h *outcomeHooks) JobEnd(_ context.Context, _ *queue.Job, o queue.Outcome, _ time.Duration, _ error) {
+func (h *outcomeHooks) JobEnd(_ context.Context, j *queue.Job, o queue.Outcome, _ time.Duration, _ error) {
 	h.mu.Lock()
 	h.got = append(h.got, o)
+	if o == queue.OutcomeCompleted {
+		if h.completed == nil {
+			h.completed = map[int64]bool{}
+		}
+		h.completed[j.ID] = true
+	}
 	h.mu.Unlock()
+}
+
+// done reports whether a run of job id ended completed.
+func (h *outcomeHooks) done(id int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.completed[id]
 }
 
 func (h *outcomeHooks) count(o queue.Outcome) int {
@@ -269,7 +315,7 @@ func TestAdvisoryIdleSessionTimeout(t *testing.T) {
 	h := func(ctx context.Context, j *queue.Job) error {
 		l := logOf(j.ID)
 		i := l.begin()
-		defer l.end(i)
+		defer func() { l.end(i, context.Cause(ctx)) }()
 		total.Add(1)
 		d := 2*time.Second + time.Duration(j.ID%5)*time.Second // 2–6 s
 		if soak == 0 {
@@ -282,9 +328,12 @@ func TestAdvisoryIdleSessionTimeout(t *testing.T) {
 			return ctx.Err()
 		}
 	}
+	hooks := &outcomeHooks{}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var workers []*queue.Worker
+	// Before the pools close (cleanups run last first), even on failure.
+	t.Cleanup(func() { stop(); wg.Wait() })
 	for range 2 {
 		pool := poolWith(t, map[string]string{"idle_session_timeout": fmt.Sprint(idle.Milliseconds())})
 		q, err := New(pool, Config{Config: queue.Config{Schema: schema}})
@@ -292,7 +341,7 @@ func TestAdvisoryIdleSessionTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = q.Close() })
-		w, err := queue.NewWorker(q, h, queue.WorkerConfig{Queue: "idle", Concurrency: 4, PollInterval: 3 * idle, DisableWakeups: true})
+		w, err := queue.NewWorker(q, h, queue.WorkerConfig{Queue: "idle", Concurrency: 4, PollInterval: 3 * idle, DisableWakeups: true, Hooks: hooks})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,31 +354,82 @@ func TestAdvisoryIdleSessionTimeout(t *testing.T) {
 			}
 		}()
 	}
-	enqueued := len(enqueueN(t, base, "idle", 1))
+	ids := enqueueN(t, base, "idle", 1)
 	for end := time.Now().Add(soak); time.Now().Before(end); time.Sleep(time.Second) {
-		enqueued += len(enqueueN(t, base, "idle", 1))
+		ids = append(ids, enqueueN(t, base, "idle", 1)...)
 	}
 	for deadline := time.Now().Add(90 * time.Second); countRows(t, base, "") > 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs still in the table", countRows(t, base, ""), enqueued)
+			t.Errorf("%d of %d jobs still in the table 90s after the last was enqueued", countRows(t, base, ""), len(ids))
+			break
 		}
 	}
 	stop()
 	wg.Wait()
-	overlaps := 0
-	for _, l := range logs {
-		overlaps += l.overlaps()
+	// Only in this window after a lost connection may a job run twice at
+	// once (doc.go, "Advisory locks live in a connection").
+	window := 2 * DefaultLockCheck / 3
+	overlaps, outside, completed := 0, 0, 0
+	for _, id := range ids {
+		l := logOf(id)
+		n, o := l.overlaps(window)
+		overlaps, outside = overlaps+n, outside+o
+		if hooks.done(id) {
+			completed++
+		}
 	}
 	var lost int64
 	for _, w := range workers {
 		lost += w.Stats().LeasesLost
 	}
-	t.Logf("%d jobs, %d runs, %d lost holds, %d overlapping runs (idle_session_timeout %v)", enqueued, total.Load(), lost, overlaps, idle)
+	t.Logf("idle_session_timeout %v, %v of enqueueing: %d jobs enqueued, %d runs, %d completed, %d lost holds, "+
+		"%d jobs run twice at once (%d of them outside the %v detection window)",
+		idle, soak, len(ids), total.Load(), completed, lost, overlaps, outside, window)
+	if outside != 0 {
+		t.Errorf("%d times a job ran twice at once outside the detection window", outside)
+	}
 	if overlaps != 0 {
 		t.Errorf("%d times a job ran twice at once", overlaps)
 	}
-	if lost != 0 || total.Load() != int64(enqueued) {
-		t.Errorf("%d runs of %d jobs, %d holds lost: the idle timeout ended a session holding jobs", total.Load(), enqueued, lost)
+	if completed != len(ids) {
+		t.Errorf("%d of %d jobs completed", completed, len(ids))
+	}
+	if lost != 0 || total.Load() != int64(len(ids)) {
+		t.Errorf("%d runs of %d jobs, %d holds lost: the idle timeout ended a session holding jobs", total.Load(), len(ids), lost)
+	}
+}
+
+// lateCtx is a context whose deadline has passed but that does not say
+// so yet: an Extend that waited for the claimer's connection past its
+// heartbeat interval sees one like it.
+type lateCtx struct{ context.Context }
+
+func (lateCtx) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// TestAdvisoryExtendLateKeepsHealthyConnection: an Extend whose ctx runs
+// out before its ping is sent (it waited for a claim or a completion on
+// the same connection) still gives the ping its time, and a healthy
+// connection keeps its locks. Dropping it would give running jobs to other
+// workers: under load, make chaos saw five jobs run twice that way.
+func TestAdvisoryExtendLateKeepsHealthyConnection(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, Config{}, true)
+	id := enqueueN(t, q, "late", 1)[0]
+	c := advisoryClaimer(t, q)
+	jobs := claim(t, c, "late", 1)
+	if len(jobs) != 1 || jobs[0].ID != id {
+		t.Fatalf("claimed %v, want job %d", queue.IDs(jobs), id)
+	}
+	pid := c.backendPID()
+	if err := c.Extend(lateCtx{context.Background()}, []queue.Lease{jobs[0].Lease()}); err != nil {
+		t.Fatalf("Extend on a healthy connection with its deadline just passed: %v", err)
+	}
+	if got := c.backendPID(); got != pid || lockHolder(t, q, id) != int32(pid) {
+		t.Fatalf("after Extend the claimer's backend is %d (was %d) and job %d's lock is held by %d",
+			got, pid, id, lockHolder(t, q, id))
+	}
+	if err := c.Complete(testCtx(t), []queue.Lease{jobs[0].Lease()}); err != nil {
+		t.Fatalf("Complete after Extend: %v", err)
 	}
 }
 
