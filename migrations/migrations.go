@@ -23,6 +23,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -210,6 +211,64 @@ func (s quotedStore) TableExists(ctx context.Context, db database.DBTxConn) (boo
 	var exists bool
 	if err := db.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", s.Tablename()).Scan(&exists); err != nil {
 		return false, fmt.Errorf("failed to check if table exists: %w", err)
+	}
+	return exists, nil
+}
+
+// Version returns the version the job tables of names n in db are at, and
+// the latest migration's, creating nothing (NewProvider creates the schema,
+// and goose the version table it reads): a database without dbq's version
+// table, or with an empty one, is at version 0. For read-only commands.
+func Version(ctx context.Context, d dialect.Name, db *sql.DB, n dialect.Names) (at, latest int64, err error) {
+	n = n.WithDefaults()
+	vs, err := Versions(d)
+	if err != nil || len(vs) == 0 {
+		return 0, 0, err
+	}
+	latest = vs[len(vs)-1]
+	store, err := newStore(d, n)
+	if err != nil {
+		return 0, 0, err
+	}
+	exists, err := versionTableExists(ctx, d, db, n, store)
+	if err != nil || !exists {
+		return 0, latest, err
+	}
+	at, err = store.GetLatestVersion(ctx, db)
+	if errors.Is(err, database.ErrVersionNotFound) {
+		return 0, latest, nil
+	}
+	if err != nil {
+		return 0, latest, fmt.Errorf("dbq: migrations: read the schema version: %w", err)
+	}
+	return at, latest, nil
+}
+
+// versionTableExists reports whether the version table of names n exists:
+// through goose's store where it can tell (PostgreSQL, MySQL), else from
+// the catalog (goose has no such query for SQL Server and SQLite).
+func versionTableExists(ctx context.Context, d dialect.Name, db *sql.DB, n dialect.Names, store database.Store) (bool, error) {
+	var q string
+	var args []any
+	switch d {
+	case dialect.SQLite:
+		q, args = "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?", []any{n.Versions()}
+	case dialect.MSSQL:
+		q, args = "SELECT CAST(CASE WHEN OBJECT_ID(@p1, 'U') IS NULL THEN 0 ELSE 1 END AS bit)", []any{n.Qualified(d, n.Versions())}
+	default:
+		ext, ok := store.(database.StoreExtender)
+		if !ok {
+			return false, fmt.Errorf("dbq: migrations: no existence check for %s", d)
+		}
+		exists, err := ext.TableExists(ctx, db)
+		if err != nil {
+			return false, fmt.Errorf("dbq: migrations: %w", err)
+		}
+		return exists, nil
+	}
+	var exists bool
+	if err := db.QueryRowContext(ctx, q, args...).Scan(&exists); err != nil {
+		return false, fmt.Errorf("dbq: migrations: look for the version table: %w", err)
 	}
 	return exists, nil
 }

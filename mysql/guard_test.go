@@ -375,3 +375,75 @@ func TestClaimReturnsOnlyWhatItChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkersRunEachJobOnceWhereLocksDoNotHold: two Workers, each on a
+// pool whose statements lose their locking clause (a server that accepts
+// SKIP LOCKED and locks nothing), both reading the same first candidates,
+// drain the queue through claim, complete and rescue: each job runs once.
+func TestWorkersRunEachJobOnceWhereLocksDoNotHold(t *testing.T) {
+	t.Parallel()
+	const jobs = 400
+	ctx, dsn, _, d0, _ := jobsDatabase(t, jobs)
+	var (
+		mu   sync.Mutex
+		runs = map[int64]int{}
+		ran  atomic.Int32
+	)
+	handler := func(_ context.Context, j *queue.Job) error {
+		mu.Lock()
+		runs[j.ID]++
+		mu.Unlock()
+		ran.Add(1)
+		return nil
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ended := make(chan error, 2)
+	var conns []*noLockConnector
+	for range 2 {
+		db, nl := newNoLockDB(t, dsn, "", 0)
+		conns = append(conns, nl)
+		w, err := queue.NewWorker(newOn(t, db, Config{MaxSpread: 1}), handler,
+			queue.WorkerConfig{Queue: "q", Concurrency: 8, PollInterval: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { ended <- w.Run(wctx) }()
+	}
+	for ran.Load() < jobs {
+		select {
+		case err := <-ended:
+			t.Fatalf("a Worker stopped before the queue was drained: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("%d of %d runs by the test's deadline", ran.Load(), jobs)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	stop()
+	for range 2 {
+		if err := <-ended; err != nil {
+			t.Errorf("Worker.Run: %v", err)
+		}
+	}
+	for i, nl := range conns {
+		if nl.stripped.Load() == 0 {
+			t.Errorf("Worker %d's statements lost no locking clause: the test proves nothing", i)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	twice := 0
+	for _, n := range runs {
+		if n > 1 {
+			twice++
+		}
+	}
+	var left int
+	if err := d0.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+d0.stmts.jobsTable).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != jobs || twice != 0 || left != 0 {
+		t.Errorf("%d distinct jobs ran in %d runs, %d of them more than once, %d rows left; want %d jobs, each once, none left",
+			len(runs), ran.Load(), twice, left, jobs)
+	}
+}

@@ -24,6 +24,9 @@ func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
 		return nil, ctxErr("new claimer", ctx)
 	}
 	if d.cfg.Strategy == SkipLocked {
+		if err := d.preparedSurvive(ctx); err != nil {
+			return nil, err
+		}
 		return newSkipLockedClaimer(d), nil
 	}
 	c, err := d.openAdvisoryClaimer(ctx)
@@ -135,4 +138,39 @@ func errorText(s string) string {
 		cut--
 	}
 	return s[:cut]
+}
+
+// preparedSurvive refuses, with queue.ErrUnsupportedServer and the setup to
+// use instead, a pool whose named prepared statements (pgx's default
+// cache_statement mode) do not survive between transactions: behind a
+// transaction pooler that passes them through (PgBouncer before 1.21, or
+// without max_prepared_statements), a claim would run, then its completion
+// fail with 42P05 or 26000, and the jobs run again. It runs one prepared
+// statement on two connections held at once: such a pooler hands the second
+// the server connection the first just left, where the statement's name is
+// already taken. A pool in another exec mode, or that a probe could not
+// check (no connection to spare), is let through; the statements' own
+// errors then say the same. Passed once per Driver.
+func (d *Driver) preparedSurvive(ctx context.Context) error {
+	if d.preparedChecked.Load() || d.pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+		return nil
+	}
+	actx, cancel := context.WithTimeout(ctx, sessionProbeWait)
+	defer cancel()
+	for range 2 {
+		conn, err := d.pool.Acquire(actx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctxErr("new claimer", ctx)
+			}
+			return nil // no connection to spare
+		}
+		defer conn.Release()
+		var pid int32
+		if err := conn.QueryRow(actx, d.stmts.backendPID).Scan(&pid); err != nil {
+			return interpret("check prepared statements", err)
+		}
+	}
+	d.preparedChecked.Store(true)
+	return nil
 }

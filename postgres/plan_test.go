@@ -156,14 +156,16 @@ func claimIndexBlocks(t *testing.T, tx pgx.Tx, sql string, args ...any) (int, st
 		t.Fatalf("plan %q: %v", plan, err)
 	}
 	if rows := doc[0].Plan.Rows; rows != 100 {
-		t.Fatalf("the claim took %d jobs, want 100", rows)
+		t.Fatalf("the claim took %g jobs, want 100", rows)
 	}
 	return doc[0].Plan.claimIndexBlocks(), plan
 }
 
-// planNode is a node of EXPLAIN (FORMAT JSON).
+// planNode is a node of EXPLAIN (FORMAT JSON). Actual Rows is an average
+// per loop: an integer up to PostgreSQL 17, a number with two decimals
+// ("100.00") from 18 on.
 type planNode struct {
-	Rows       int        `json:"Actual Rows"`
+	Rows       float64    `json:"Actual Rows"`
 	Index      string     `json:"Index Name"`
 	SharedHit  int        `json:"Shared Hit Blocks"`
 	SharedRead int        `json:"Shared Read Blocks"`

@@ -105,6 +105,31 @@ func TestPgBouncerRefusesAdvisory(t *testing.T) {
 	}
 }
 
+// TestPgBouncerSkipLockedNeedsExecMode: behind PgBouncer in transaction
+// mode, the SKIP LOCKED claimer in pgx's default mode (named prepared
+// statements, which the pooler mixes up between clients) refuses to start,
+// naming exec mode, instead of claiming jobs whose completion then fails;
+// in exec mode it starts.
+func TestPgBouncerSkipLockedNeedsExecMode(t *testing.T) {
+	t.Parallel()
+	q := queueThrough(t, pgbouncerPool(t, ""), Config{Strategy: SkipLocked, NoNotify: true})
+	c, err := q.NewClaimer(testCtx(t))
+	if err == nil {
+		_ = c.Close(context.Background())
+		t.Fatal("NewClaimer succeeded with named prepared statements behind a transaction pooler")
+	}
+	if !errors.Is(err, queue.ErrUnsupportedServer) || !strings.Contains(err.Error(), "default_query_exec_mode=exec") {
+		t.Fatalf("NewClaimer: %v, want ErrUnsupportedServer naming exec mode", err)
+	}
+	t.Logf("refused: %v", err)
+	q = queueThrough(t, pgbouncerPool(t, "default_query_exec_mode=exec"), Config{Strategy: SkipLocked, NoNotify: true})
+	c, err = q.NewClaimer(testCtx(t))
+	if err != nil {
+		t.Fatalf("NewClaimer in exec mode: %v", err)
+	}
+	_ = c.Close(context.Background())
+}
+
 // TestPgBouncerAdvisoryNeverRunsTwice: advisory claimers forced past the
 // start check behind PgBouncer in transaction mode (as if the probe had
 // missed the pooler) never hand one job to two claimers: a claimer whose

@@ -131,7 +131,8 @@ type Driver struct {
 
 	lastRescue atomic.Int64 // unix nanoseconds of the last automatic rescue
 
-	sessionChecked atomic.Bool // ownSession passed
+	sessionChecked  atomic.Bool // ownSession passed
+	preparedChecked atomic.Bool // preparedSurvive passed
 
 	listener listener // LISTEN connection, started by the first Subscribe
 

@@ -56,7 +56,7 @@ type ScheduleInfo struct {
 	Spec     string    `json:"spec"`
 	TimeZone string    `json:"time_zone"`
 	Queue    string    `json:"queue"`
-	LastTick time.Time `json:"last_tick"` // zero: no tick enqueued yet
+	LastTick time.Time `json:"last_tick,omitzero"` // zero (absent in JSON): no tick enqueued yet
 	NextTick time.Time `json:"next_tick"`
 	Paused   bool      `json:"paused"`
 	// UpdatedAt is when a scheduler last stored the schedule or a tick, or

@@ -363,6 +363,10 @@ func (sc *Scheduler) wait() time.Duration {
 	return max(d, 0)
 }
 
+// tickWriteTimeout bounds one tick's write (AdvanceSchedule), which is not
+// cut short by the scheduler's context.
+const tickWriteTimeout = 15 * time.Second
+
 // fire enqueues the due ticks of e as its policy says.
 func (sc *Scheduler) fire(ctx context.Context, e *entry, now time.Time) error {
 	n := 1
@@ -384,13 +388,21 @@ func (sc *Scheduler) fire(ctx context.Context, e *entry, now time.Time) error {
 		return nil
 	}
 	for _, tick := range ticks {
-		r, err := sc.q.AdvanceSchedule(ctx, queue.Tick{
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Once begun, a tick's write runs to its answer even if ctx ends
+		// meanwhile (bounded by tickWriteTimeout): cut short, its commit
+		// could land while the scheduler reports the tick as failed.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tickWriteTimeout)
+		r, err := sc.q.AdvanceSchedule(wctx, queue.Tick{
 			Schedule: e.s.Name, At: tick, Next: e.spec.Next(tick),
 			Job: queue.NewJob{
 				Queue: e.s.Queue, Kind: e.s.Kind, Payload: e.s.Payload, Priority: e.s.Priority, MaxAttempts: e.s.MaxAttempts,
 				RunAt: tick, DedupeKey: DedupeKey(e.s.Name, tick),
 			},
 		})
+		cancel()
 		if err != nil {
 			return err
 		}

@@ -308,3 +308,48 @@ func TestTicksCarryTheKind(t *testing.T) {
 		}
 	}
 }
+
+// cancelling is a store whose AdvanceSchedule ends the scheduler's context
+// while it writes, as a stop during a tick's commit does.
+type cancelling struct {
+	*store
+	cancel context.CancelFunc
+	ctxErr error
+}
+
+func (c *cancelling) AdvanceSchedule(ctx context.Context, t queue.Tick) (queue.TickResult, error) {
+	c.cancel()
+	c.ctxErr = ctx.Err()
+	return c.store.AdvanceSchedule(ctx, t)
+}
+
+// A stop that comes while a tick is being written does not cut the write
+// short: the tick that was stored is reported enqueued, not failed, and no
+// later tick is begun.
+func TestStopDuringTickWrite(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, clk, h := &cancelling{store: newStore(), cancel: cancel}, &clock{now: t0}, &counts{}
+	q, err := queue.New(st, queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := New(q, []Schedule{every1s(MissedEach)}, Config{Clock: clk, Hooks: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.set(t0.Add(3 * time.Second)) // three ticks due
+	err = sc.Step(ctx)
+	if st.ctxErr != nil {
+		t.Fatalf("the tick's write saw its context ended: %v", st.ctxErr)
+	}
+	if got := st.ticksOf(); len(got) != 1 || h.enqueued != 1 {
+		t.Fatalf("%d jobs stored, %d reported enqueued (step: %v); want the one begun before the stop", len(got), h.enqueued, err)
+	}
+	if err != nil {
+		t.Fatalf("step: %v; a stop is no failure", err)
+	}
+}

@@ -5,16 +5,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/dbqueue/dbq"
+	"github.com/dbqueue/dbq/migrations"
 	"github.com/dbqueue/dbq/queue"
 	"github.com/spf13/cobra"
 )
 
 // errCheckFailed ends dbq check (and migrate up) with exit 1 once the
-// failed probes are printed.
-var errCheckFailed = errors.New("dbq: check failed; see above")
+// failed probes are printed; checkFailed wraps it.
+var errCheckFailed = errors.New("dbq: check failed")
+
+// checkFailed returns nil when every probe of rs passed, else
+// errCheckFailed naming each failed probe and what it saw, so that the
+// error alone (in a log, or a test's failure) says what failed.
+func checkFailed(rs []queue.CheckResult) error {
+	var failed []string
+	for _, r := range rs {
+		if !r.OK {
+			failed = append(failed, r.Name+": "+r.Saw)
+		}
+	}
+	if failed == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errCheckFailed, strings.Join(failed, "; "))
+}
 
 func checkCmd(g *globals) *cobra.Command {
 	var asJSON bool
@@ -49,12 +67,7 @@ migrate up runs it after migrating.`,
 			} else if err := printChecks(cmd.OutOrStdout(), rs); err != nil {
 				return err
 			}
-			for _, r := range rs {
-				if !r.OK {
-					return errCheckFailed
-				}
-			}
-			return nil
+			return checkFailed(rs)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -92,13 +105,15 @@ func (g *globals) check(ctx context.Context) ([]queue.CheckResult, error) {
 // the latest migration.
 func (g *globals) checkVersion(ctx context.Context) (r queue.CheckResult, at int64) {
 	r = queue.CheckResult{Name: "version"}
-	p, db, err := dbq.Migrator(ctx, g.dsn, g.config())
+	cfg := g.config()
+	db, d, err := dbq.OpenDB(ctx, g.dsn)
 	if err != nil {
 		r.Saw, r.Fix = err.Error(), "check the DSN and that the database answers"
 		return r, -1
 	}
 	defer db.Close()
-	at, latest, err := p.GetVersions(ctx)
+	// Read-only: migrations.Version creates no schema and no version table.
+	at, latest, err := migrations.Version(ctx, d, db, cfg.Names())
 	if err != nil {
 		r.Saw, r.Fix = err.Error(), "run `dbq migrate up`"
 		return r, -1

@@ -36,6 +36,17 @@ func TestCheck(t *testing.T) {
 				}
 			} else if !errors.Is(err, errCheckFailed) || !strings.Contains(out, "schema at version 0") || !strings.Contains(out, "dbq migrate up") {
 				t.Fatalf("check before migrating: %v\n%s", err, out)
+			} else {
+				// A check reads: it made no version table.
+				sdb, _, err := dbq.OpenDB(ctx, db.dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = sdb.ExecContext(ctx, "SELECT 1 FROM "+prefix+"schema_version")
+				sdb.Close()
+				if err == nil {
+					t.Fatalf("check of an unmigrated database created %sschema_version", prefix)
+				}
 			}
 			dropTables(t, db.dsn, prefix)
 			up := mustRun(t, "", append(g, "migrate", "up")...)

@@ -43,11 +43,9 @@ func migrateCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, r := range rs {
-				if !r.OK {
-					_ = printChecks(cmd.ErrOrStderr(), rs)
-					return errCheckFailed
-				}
+			if err := checkFailed(rs); err != nil {
+				_ = printChecks(cmd.ErrOrStderr(), rs)
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "check: %d probes passed (dbq check shows them)\n", len(rs))
 			return nil

@@ -51,6 +51,9 @@ apart: held, retried or snoozed ("worked"), or completed ("gone").`,
 			if from == "" || to == "" {
 				return errors.New("move: --from and --to are required")
 			}
+			if opts.Batch < 1 || opts.Batch > move.MaxBatch {
+				return fmt.Errorf("%w: --batch %d: want 1..%d", queue.ErrInvalidConfig, opts.Batch, move.MaxBatch)
+			}
 			srcCfg, dstCfg := g.config(), g.config()
 			srcCfg.Schema, srcCfg.Prefix = pick(fromSchema, g.schema), pick(fromPrefix, g.prefix)
 			dstCfg.Schema, dstCfg.Prefix = pick(toSchema, g.schema), pick(toPrfx, g.prefix)
@@ -63,10 +66,17 @@ apart: held, retried or snoozed ("worked"), or completed ("gone").`,
 			}
 			opts.Queues = queues
 			opts.Logger = g.logger()
+			// A missing SQLite file is refused rather than created: the
+			// source is only read, and only --migrate makes a destination.
+			if err := mustExist(from); err != nil {
+				return fmt.Errorf("move: source: %w", err)
+			}
 			if migrate {
 				if err := migrateUp(ctx, to, dstCfg); err != nil {
 					return fmt.Errorf("move: migrating the destination: %w", err)
 				}
+			} else if err := mustExist(to); err != nil {
+				return fmt.Errorf("%w: %w (run again with --migrate)", move.ErrDestinationNotMigrated, err)
 			}
 			src, err := dbq.Open(ctx, from, dbq.Options{Config: srcCfg})
 			if err != nil {

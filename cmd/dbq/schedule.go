@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -76,10 +78,32 @@ func schedulePauseCmd(g *globals, pause bool) *cobra.Command {
 			set = q.PauseSchedule
 		}
 		if err := set(ctx, name); err != nil {
+			if errors.Is(err, queue.ErrScheduleNotFound) {
+				if like := schedulesNamed(ctx, q, name); len(like) > 0 {
+					return fmt.Errorf("%w: %s (a crontab line's schedule is named QUEUE.HASH: %s)", err, name, strings.Join(like, ", "))
+				}
+			}
 			return fmt.Errorf("%w: %s", err, name)
 		}
 		return nil
 	})
+}
+
+// schedulesNamed returns the stored schedules whose names are name
+// followed by a dot, as a crontab file names its lines' schedules: what a
+// person who typed the queue most likely meant. Nil when none or on error.
+func schedulesNamed(ctx context.Context, q *queue.Queue, name string) []string {
+	all, err := q.Schedules(ctx)
+	if err != nil {
+		return nil
+	}
+	var like []string
+	for _, s := range all {
+		if strings.HasPrefix(s.Name, name+".") {
+			like = append(like, s.Name)
+		}
+	}
+	return like
 }
 
 // scheduleCmd is `dbq schedule --file FILE`: run schedules alone.

@@ -49,6 +49,15 @@ func TestScheduleCommands(t *testing.T) {
 				t.Fatalf("list after pause:\n%s", table)
 			}
 			mustRun(t, "", append(g, "schedules", "resume", got[1].Name)...)
+			// A crontab line's schedule is QUEUE.HASH; the queue alone is
+			// refused with the full name in the error.
+			if _, err := dbqCmd(context.Background(), "", append(g, "schedules", "pause", "ticks")...); err == nil || !strings.Contains(err.Error(), got[1].Name) {
+				t.Fatalf("pause by queue name: %v, want the full name %s in the error", err, got[1].Name)
+			}
+			// A schedule that never ticked has no last_tick in JSON.
+			if raw := mustRun(t, "", append(g, "schedules", "list", "--json")...); strings.Count(raw, `"last_tick"`) != 1 {
+				t.Fatalf("want last_tick only on the schedule that ticked:\n%s", raw)
+			}
 			if _, err := dbqCmd(context.Background(), "", append(g, "schedules", "resume", "nosuch")...); err == nil || !strings.Contains(err.Error(), "not found") {
 				t.Fatalf("resume of nosuch: %v", err)
 			}

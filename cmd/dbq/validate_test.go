@@ -34,6 +34,8 @@ func TestBadInputRefused(t *testing.T) {
 		{"", []string{"jobs", "--limit", "0"}, "--limit 0: want 1..10000"},
 		{"", []string{"dead", "list", "--limit", "10001"}, "--limit 10001: want 1..10000"},
 		{"", []string{"jobs", "--after", "-1"}, "--after -1: want a job id"},
+		{"", []string{"move", "--from", "sqlite:a.db", "--to", "sqlite:b.db", "--batch", "0"}, "--batch 0: want 1..5000"},
+		{"", []string{"move", "--from", "sqlite:a.db", "--to", "sqlite:b.db", "--batch", "5001"}, "--batch 5001: want 1..5000"},
 		{"", []string{"work", "-c", "0", "--", "true"}, "--concurrency 0: want at least 1"},
 		{"", []string{"work", "--lease", "0s", "--", "true"}, "--lease 0s: want a duration above 0"},
 		{"", []string{"work", "--poll", "-1s", "--", "true"}, "--poll -1s: want a duration above 0"},
@@ -101,6 +103,25 @@ func TestNoDatabaseCreated(t *testing.T) {
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "missing.db does not exist") {
 			t.Errorf("dbq %s on a missing file: %v, want it to say the file does not exist", strings.Join(args, " "), err)
+		}
+	}
+	// move reads its source and, without --migrate, needs its destination
+	// migrated: a missing file on either side is refused, not created.
+	src := "sqlite:" + filepath.Join(t.TempDir(), "src.db")
+	for _, c := range []struct{ from, to, want string }{
+		{g[1], src, "move: source: sqlite database " + filepath.Join(dir, "missing.db") + " does not exist"},
+		{src, "sqlite:" + filepath.Join(dir, "dst.db"), "the destination is not migrated: sqlite database " + filepath.Join(dir, "dst.db") + " does not exist"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if c.from == src {
+			if _, err := dbqCmd(ctx, "", "--dsn", src, "migrate", "up"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := dbqCmd(ctx, "", "move", "--from", c.from, "--to", c.to)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("dbq move --from %s --to %s: %v, want %q", c.from, c.to, err, c.want)
 		}
 	}
 	if files, _ := os.ReadDir(dir); len(files) != 0 {
