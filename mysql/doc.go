@@ -272,12 +272,18 @@
 // under a millisecond of jitter, its spread doubled, at most 10 times per
 // call (then like any retryable error, with backoff), logging at Debug and
 // counting [Claimer.Conflicts] and [Driver.Conflicts]. 1047 (a node out of
-// the primary component) is retryable with backoff. Galera certifies every
-// unique key whose parts are not all NULL, and the dedupe index's (queue,
-// NULL) is one key for every job of a queue without a dedupe key: claims
-// and completions of one queue on different nodes conflict whatever rows
-// they touch (docs/scale-out.md has the figures). Tested on a 3-node
-// MariaDB 10.11 cluster by make test-galera.
+// the primary component) is retryable with backoff. Galera certifies a
+// write on every unique key of its row whose parts are not all NULL. The
+// dedupe index is UNIQUE (dedupe_key, dedupe_queue), dedupe_queue being a
+// virtual column that is the queue of a job with a dedupe key and NULL
+// otherwise (schema version 00007): a job without a dedupe key has no
+// certification key but its primary key, so claims and completions on
+// different nodes conflict only when they touch the same jobs. Before
+// 00007 the index was (queue, dedupe_key), whose (queue, NULL) was one key
+// for all of a queue's jobs without a dedupe key, and any two claims or
+// completions of one queue on different nodes conflicted
+// (docs/scale-out.md has the figures). Tested on a 3-node MariaDB 10.11
+// cluster by make test-galera, with nodes killed and cut off.
 //
 // TiDB (a VERSION() containing "TiDB") is recognised as [TiDB] and not yet
 // tested here. Its SKIP LOCKED locks nothing, which the claim does not
@@ -333,6 +339,8 @@
 // MariaDB 10.2+; dbq's floor (MySQL 8.0.13, MariaDB 10.6) has them. The
 // README's "Producers in other languages" lists the columns. kind
 // (schema version 00005) defaults to the empty string: a job with no kind.
+// dedupe_queue (schema version 00007) is computed by the server from queue
+// and dedupe_key: an INSERT leaves it out (naming it is an error).
 //
 // # Kinds
 //

@@ -13,6 +13,19 @@
 #   scripts/galera.sh down    stop the nodes and remove their data
 #   scripts/galera.sh status  print each node's size and state
 #   scripts/galera.sh dsns    print the DSNs, comma-separated
+#   scripts/galera.sh check   exit 0 when up can run here (the packages are
+#                             installed, or can be: root and no
+#                             DBQ_NO_INSTALL; the ports are free), else
+#                             print why not and exit 1
+#   scripts/galera.sh kill N  SIGKILL node N's server (a crash: its data
+#                             stays, its grastate says nothing of its
+#                             position)
+#   scripts/galera.sh start N start node N again on its data and wait until
+#                             it has rejoined (by state transfer) and is
+#                             Synced in a cluster of 3
+#   scripts/galera.sh isolate N 1|0
+#                             cut node N off from the others
+#                             (gmcast.isolate=1) or let it back (0)
 #
 # The nodes are separate `mariadbd --no-defaults` processes with datadirs of
 # their own: a server already running on the machine (3306) is not touched.
@@ -48,14 +61,34 @@ port() { echo $((GALERA_PORT + $1 - 1)); }
 ndir() { echo "$GALERA_DIR/node$1"; }
 dsn() { echo "mysql://root@$HOST:$(port "$1")/test"; }
 
-install_missing() {
+# missing: the packages up needs that are not installed, space-separated.
+missing() {
 	local need=()
 	command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]] || need+=(mariadb-server mariadb-client)
 	[[ -f $GALERA_PROVIDER ]] || need+=(galera-4)
 	command -v rsync >/dev/null || need+=(rsync)
+	echo "${need[*]}"
+}
+
+# cant_install: why the missing packages cannot be installed here, or
+# nothing when they can.
+cant_install() {
+	if [[ $(id -u) != 0 ]]; then
+		echo "not root"
+	elif [[ ${DBQ_NO_INSTALL:-} == 1 ]]; then
+		echo "DBQ_NO_INSTALL=1"
+	elif ! command -v apt-get >/dev/null; then
+		echo "no apt-get"
+	fi
+}
+
+install_missing() {
+	local need why
+	read -r -a need <<<"$(missing)"
 	((${#need[@]} == 0)) && return 0
-	[[ $(id -u) == 0 && ${DBQ_NO_INSTALL:-} != 1 ]] ||
-		die "missing ${need[*]}: install them (apt-get install ${need[*]}) or run as root"
+	why=$(cant_install)
+	[[ -z $why ]] ||
+		die "missing ${need[*]} ($why): install them (apt-get install ${need[*]}) or run as root"
 	say "installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	timeout 600 apt-get install -y -q "${need[@]}" >/dev/null ||
@@ -89,12 +122,14 @@ pid() {
 
 port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 
+# start_node N [bootstrap]: start node N's server in the background; with
+# bootstrap, as the first node of a new cluster.
 start_node() {
 	local n=$1 d gcomm="" i
 	d=$(ndir "$n")
 	for i in "${NODES[@]}"; do gcomm+="${gcomm:+,}$HOST:$((GALERA_GCOMM + i - 1))"; done
 	local extra=()
-	[[ $n == 1 ]] && extra+=(--wsrep-new-cluster)
+	[[ ${2:-} == bootstrap ]] && extra+=(--wsrep-new-cluster)
 	# Joiners run the SST script, which wants the server's directory on PATH.
 	PATH="$(dirname "$(server)"):$PATH" nohup "$(server)" --no-defaults \
 		--user=mysql --datadir="$d/data" --socket="$d/mysqld.sock" --pid-file="$d/mysqld.pid" \
@@ -142,11 +177,8 @@ up() {
 	fi
 	((running == 0)) || die "some nodes are running, some not: run '$0 down' first"
 	install_missing
-	for n in "${NODES[@]}"; do
-		for p in "$(port "$n")" $((GALERA_GCOMM + n - 1)) $((GALERA_IST + n - 1)) $((GALERA_SST + n - 1)); do
-			port_open "$p" && die "port $HOST:$p is in use (set GALERA_PORT, GALERA_GCOMM, GALERA_IST, GALERA_SST)"
-		done
-	done
+	local busy
+	busy=$(busy_port) || die "$busy"
 	rm -rf "$GALERA_DIR"
 	for n in "${NODES[@]}"; do
 		install -d -o mysql -g mysql "$(ndir "$n")" "$(ndir "$n")/data" "$(ndir "$n")/tmp"
@@ -156,7 +188,7 @@ up() {
 		--auth-root-authentication-method=normal --skip-test-db >"$(ndir 1)/install.log" 2>&1 ||
 		{ tail -n 20 "$(ndir 1)/install.log" >&2; die "mariadb-install-db failed"; }
 
-	start_node 1
+	start_node 1 bootstrap
 	wait_synced 1 1 || { down >/dev/null 2>&1; die "node 1 did not bootstrap"; }
 	# Before the joiners copy node 1's data: root from 127.0.0.1 over TCP
 	# without a password (the server skips name resolution), database test.
@@ -213,6 +245,66 @@ status() {
 	return $rc
 }
 
+# busy_port: prints the first of the cluster's ports in use, and fails, or
+# succeeds when all are free.
+busy_port() {
+	local n p
+	for n in "${NODES[@]}"; do
+		for p in "$(port "$n")" $((GALERA_GCOMM + n - 1)) $((GALERA_IST + n - 1)) $((GALERA_SST + n - 1)); do
+			if port_open "$p"; then
+				echo "port $HOST:$p is in use (set GALERA_PORT, GALERA_GCOMM, GALERA_IST, GALERA_SST)"
+				return 1
+			fi
+		done
+	done
+}
+
+check() {
+	local need why busy
+	need=$(missing)
+	if [[ -n $need ]]; then
+		why=$(cant_install)
+		[[ -z $why ]] || { echo "missing $need and cannot install them ($why)"; return 1; }
+	fi
+	[[ -n $need ]] || command -v mariadb-install-db >/dev/null || { echo "no mariadb-install-db"; return 1; }
+	id mysql >/dev/null 2>&1 || [[ -n $need ]] || { echo "no mysql user"; return 1; }
+	for n in "${NODES[@]}"; do
+		if pid "$n" >/dev/null; then echo "a cluster is already running in $GALERA_DIR"; return 1; fi
+	done
+	busy=$(busy_port) || { echo "$busy"; return 1; }
+}
+
+node_arg() {
+	[[ ${1:-} =~ ^[123]$ ]] || die "want a node number, 1 to 3"
+}
+
+kill_node() {
+	local p
+	node_arg "$1"
+	p=$(pid "$1") || die "node $1 is not running"
+	kill -KILL "$p"
+	while kill -0 "$p" 2>/dev/null; do sleep 0.1; done
+	say "node $1 (pid $p) killed"
+}
+
+# restart N: node N again, on its data, joining the running nodes.
+restart() {
+	local start=$SECONDS
+	node_arg "$1"
+	pid "$1" >/dev/null && die "node $1 is running"
+	[[ -d $(ndir "$1")/data ]] || die "node $1 has no data dir: run '$0 up'"
+	rm -f "$(ndir "$1")/mysqld.sock" "$(ndir "$1")/mysqld.pid"
+	start_node "$1"
+	wait_synced "$1" 3 || die "node $1 did not rejoin"
+	say "node $1 rejoined and Synced in $((SECONDS - start))s"
+}
+
+isolate() {
+	node_arg "$1"
+	[[ ${2:-} =~ ^[01]$ ]] || die "isolate N 1|0"
+	q "$1" "SET GLOBAL wsrep_provider_options='gmcast.isolate=$2'"
+}
+
 dsns_lines() { for n in "${NODES[@]}"; do dsn "$n"; done; }
 dsns() { dsns_lines | paste -sd, -; }
 
@@ -221,5 +313,9 @@ up) up ;;
 down) down ;;
 status) status ;;
 dsns) dsns ;;
-*) die "usage: $0 up|down|status|dsns" ;;
+check) check ;;
+kill) kill_node "${2:-}" ;;
+start) restart "${2:-}" ;;
+isolate) isolate "${2:-}" "${3:-}" ;;
+*) die "usage: $0 up|down|status|dsns|check|kill N|start N|isolate N 1|0" ;;
 esac

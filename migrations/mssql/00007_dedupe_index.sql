@@ -1,0 +1,11 @@
+-- +goose Up
+-- Nothing to change on SQL Server. This version rebuilds the MySQL
+-- dialect's dedupe index so that a job without a dedupe key has no unique
+-- key with a non-NULL part, which a Galera cluster would certify every
+-- write to such a job on (one key shared by the whole queue). Here dedupe
+-- keys live in jobs_dedupe, a row per job that has one: a job without a
+-- key has none. The version is in every dialect's folder so that the
+-- numbers match.
+
+-- +goose Down
+-- Nothing to change.

@@ -1,0 +1,11 @@
+-- +goose Up
+-- Nothing to change on PostgreSQL. This version rebuilds the MySQL
+-- dialect's dedupe index so that a job without a dedupe key has no unique
+-- key with a non-NULL part, which a Galera cluster would certify every
+-- write to such a job on (one key shared by the whole queue). The dedupe
+-- index here is partial (WHERE dedupe_key IS NOT NULL): a job without a
+-- key has no entry in it. The version is in every dialect's folder so that
+-- the numbers match.
+
+-- +goose Down
+-- Nothing to change.
