@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/internal/connwait"
 	"github.com/dbqueue/dbq/migrations"
 	"github.com/dbqueue/dbq/mssql"
 	"github.com/dbqueue/dbq/mysql"
@@ -38,6 +39,15 @@ type Options struct {
 	// queue.Check's "horizon" probe fails. Default 5m; the other dialects
 	// have no such probe.
 	HorizonWarn time.Duration
+	// ConnectWait is how long Open keeps trying while the database does not
+	// answer yet — refused or broken connections, a server starting or
+	// shutting down, no free connection slot, a Galera node still joining —
+	// with backoff from 100 ms to 2 s, logging a warning every 10 s to
+	// Config.Logger. Any other error (a bad password, a missing database or
+	// table) ends it at once, as does ctx. Zero, the default, tries once:
+	// a library caller decides itself how its program starts; `dbq work`
+	// waits a minute (--wait-for-db).
+	ConnectWait time.Duration
 }
 
 // opener is one dialect's constructors: the table Open and OpenDB read.
@@ -115,7 +125,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*queue.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return o.open(ctx, dsn, opts)
+	return connwait.Do(ctx, opts.ConnectWait, opts.Logger, func(ctx context.Context) (*queue.Queue, error) {
+		return o.open(ctx, dsn, opts)
+	})
 }
 
 // Migrator returns the goose provider for the job schema in the database dsn

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dbqueue/dbq"
 	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/internal/connwait"
 	"github.com/dbqueue/dbq/queue"
 	"github.com/spf13/pflag"
 )
@@ -64,7 +65,7 @@ const ledgerGiveUp = 2 * time.Minute
 
 // open opens the database dsn names with the driver dbq uses for it, and
 // prepares the ledger statements for table (in schema, when set).
-func (o *ledgerOptions) open(dsn, schema string, log *slog.Logger) (*ledger, error) {
+func (o *ledgerOptions) open(ctx context.Context, dsn, schema string, wait time.Duration, log *slog.Logger) (*ledger, error) {
 	if err := dialect.ValidateIdentifier("ledger table", o.table, 63); err != nil {
 		return nil, err
 	}
@@ -79,9 +80,12 @@ func (o *ledgerOptions) open(dsn, schema string, log *slog.Logger) (*ledger, err
 		// The harness runs where a server runs here; SQL Server does not.
 		return nil, fmt.Errorf("%w: --ledger works on PostgreSQL, MySQL and SQLite, not %s", queue.ErrUnsupported, d)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, _, err := dbq.OpenDB(ctx, dsn)
+	db, err := connwait.Do(ctx, wait, log, func(ctx context.Context) (*sql.DB, error) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		db, _, err := dbq.OpenDB(ctx, dsn)
+		return db, err
+	})
 	if err != nil {
 		return nil, err
 	}

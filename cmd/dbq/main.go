@@ -55,10 +55,16 @@ func (g *globals) logger() *slog.Logger {
 // open opens the queue in an existing database: every command but
 // `migrate up`, demo and bench works on one that is there.
 func (g *globals) open(ctx context.Context, cfg queue.Config) (*queue.Queue, error) {
+	return g.openWait(ctx, cfg, 0)
+}
+
+// openWait is open that keeps trying for up to wait while the database
+// does not answer yet (dbq.Options.ConnectWait).
+func (g *globals) openWait(ctx context.Context, cfg queue.Config, wait time.Duration) (*queue.Queue, error) {
 	if err := mustExist(g.dsn); err != nil {
 		return nil, err
 	}
-	return dbq.Open(ctx, g.dsn, dbq.Options{Config: cfg, Strategy: g.strategy, HorizonWarn: g.horizonWarn})
+	return dbq.Open(ctx, g.dsn, dbq.Options{Config: cfg, Strategy: g.strategy, HorizonWarn: g.horizonWarn, ConnectWait: wait})
 }
 
 // mustExist refuses a SQLite DSN whose file is missing: the driver would

@@ -39,6 +39,7 @@ func workCmd(g *globals) *cobra.Command {
 		scheduleFile    string
 		kindRoutes      []string
 		noActivity      bool
+		waitForDB       time.Duration
 		ledger          *ledgerOptions
 	)
 	cmd := &cobra.Command{
@@ -69,6 +70,12 @@ process group is killed when it exits.
 worker runs (see package metrics for the names): claims, runs by outcome,
 latencies, and every queue's depth, counted on each scrape.
 
+At start, a database that does not answer yet (refused or broken
+connections, a server starting or restarting, no free connection slot, a
+Galera node still joining) is tried again with backoff for up to
+--wait-for-db, 1m by default; any other error, such as a bad password or
+a missing database, ends the command at once.
+
 Unless --no-activity is given, the process keeps a row in the processes
 table while it runs (host, pid, queue, concurrency, last seen; removed at a
 clean exit) and adds what it completed, retried and made dead per minute
@@ -94,7 +101,10 @@ warning.`,
 			}
 			cfg := g.config()
 			cfg.Lease = lease
-			q, err := g.open(cmd.Context(), cfg)
+			if waitForDB < 0 {
+				return fmt.Errorf("%w: --wait-for-db %v < 0", queue.ErrInvalidConfig, waitForDB)
+			}
+			q, err := g.openWait(cmd.Context(), cfg, waitForDB)
 			if err != nil {
 				return err
 			}
@@ -126,7 +136,7 @@ warning.`,
 			}
 			var h queue.Handler
 			if ledger.table != "" {
-				l, err := ledger.open(g.dsn, g.schema, cfg.Logger)
+				l, err := ledger.open(cmd.Context(), g.dsn, g.schema, waitForDB, cfg.Logger)
 				if err != nil {
 					return err
 				}
@@ -175,6 +185,7 @@ warning.`,
 	f.BoolVar(&noWakeups, "no-wakeups", false, "only poll, even where the database can wake idle workers (PostgreSQL LISTEN/NOTIFY)")
 	f.StringVar(&scheduleFile, "schedule", "", "also run the schedules of this crontab-like file (see dbq schedule --help)")
 	f.StringArrayVar(&kindRoutes, "kind", nil, "KIND=CMD: run CMD (split at spaces) for jobs of KIND; repeatable")
+	f.DurationVar(&waitForDB, "wait-for-db", time.Minute, "at start, keep trying this long while the database does not answer yet (0: fail at once)")
 	f.BoolVar(&noActivity, "no-activity", false, "keep no process row and write no per-minute counts (the dashboard's Workers page and charts)")
 	ledger = addLedgerFlags(f)
 	return cmd
