@@ -51,6 +51,15 @@
 // lock of their own to run one at a time: each runs inside a write
 // transaction, and SQLite has one writer at a time per file.
 //
+// That one writer is also the limit of leases here: a process stopped
+// while it holds the write lock (SIGSTOP, a debugger, a machine swapping
+// hard) stops every process's writes, renewals included, as a stopped
+// database server would. A stall longer than the lease lets live holders'
+// leases run out, and their jobs run again once the lock is free. Keep the
+// lease well above the longest stall you expect (the default is 5m); the
+// fault harness (internal/chaos) counts such a freeze as reaching every
+// worker.
+//
 // # Time and SQL
 //
 // Times are INTEGER microseconds since the Unix epoch, UTC, computed by the

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dbqueue/dbq/dialect"
 )
 
 // event is one fault: the workers it hit, when it began (the workers were
@@ -146,7 +148,20 @@ func (h *harness) freeze(ctx context.Context) {
 	if w == nil {
 		return
 	}
-	held, pids, t0 := h.stopAndSnapshot(ctx, []*worker{w})
+	// On SQLite every write takes the database's one write lock: a worker
+	// frozen while it holds it stalls every writer, so that live workers'
+	// leases run out and their jobs are taken again. There the freeze
+	// reaches every worker, as a server restart does (see package sqlite).
+	hit := []*worker{w}
+	if h.d == dialect.SQLite {
+		hit = h.workers.alive()
+	}
+	held, pids, t0 := h.stopAndSnapshot(ctx, hit)
+	for _, o := range hit {
+		if o != w {
+			_ = o.signal(syscall.SIGCONT)
+		}
+	}
 	sleep(ctx, h.cfg.Freeze-settle)
 	_ = w.signal(syscall.SIGCONT)
 	t1 := time.Now().UnixNano()
