@@ -86,6 +86,7 @@ var cases = []testCase{
 	{"SnoozeKeepsAttempt", needsAdmin(testSnooze)},
 	{"RetryDeadRevivesJobs", needsAdmin(testRetryDeadAdmin)},
 	{"JobsListsAndPages", needsAdmin(testJobsList)},
+	{"CountQueuesStopsAtLimitAcrossPriorities", testCountQueuesAcrossPriorities},
 	{"FrozenClaimerLosesItsJob", testFrozenClaimer},
 	{"WorkerSnoozeRunsAgain", needsAdmin(testWorkerSnooze)},
 	{"LeavesPoolSessionsAsFound", testPoolSessions},

@@ -366,32 +366,36 @@ const (
 var _ queue.QueueCounter = (*Driver)(nil)
 
 // CountQueues counts as Stats does, each count stopping at limit: the
-// queues from a skip through the clustered key (queue_names.sql), then
-// per queue count_queue.sql, which reads at most about limit rows per
-// state. A queue whose jobs all went between the two is left out.
+// queues and their held jobs from queue_names.sql, then per queue
+// count_queue.sql, which reads at most about limit rows per state plus a
+// seek per priority.
 func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueStats, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
-	names, err := queryAll(ctx, d, "count queues", sqlQueueNames, func(rows *sql.Rows, q *string) error { return rows.Scan(q) })
+	type named struct {
+		queue string
+		held  int64
+	}
+	rows, err := queryAll(ctx, d, "count queues", sqlQueueNames, func(rows *sql.Rows, n *named) error {
+		return rows.Scan(&n.queue, &n.held)
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]queue.QueueStats, 0, len(names))
-	for _, name := range names {
-		s := queue.QueueStats{Queue: name}
-		var ageMicros int64
-		err := d.db.QueryRowContext(ctx, d.sql.text(sqlCountQueue), sql.Named("queue", mssqldb.VarChar(name)),
-			sql.Named("limit", limit)).Scan(&s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused)
-		if err != nil {
-			return nil, classify("count queues", d.dedupe, err)
-		}
-		s.OldestReadyAge = float64(ageMicros) / 1e6
-		if s.Ready+s.Scheduled+s.Held+s.Dead > 0 {
-			out = append(out, s)
-		}
+	names := make([]string, len(rows))
+	held := make(map[string]int64, len(rows))
+	for i, n := range rows {
+		names[i], held[n.queue] = n.queue, n.held
 	}
-	return out, nil
+	return queue.CountEachQueue(ctx, names, func(ctx context.Context, name string) (s queue.QueueStats, err error) {
+		var ageMicros int64
+		err = d.db.QueryRowContext(ctx, d.sql.text(sqlCountQueue), sql.Named("queue", mssqldb.VarChar(name)),
+			sql.Named("limit", limit), sql.Named("held", held[name])).
+			Scan(&s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused)
+		s.OldestReadyAge = float64(ageMicros) / 1e6
+		return s, classify("count queues", d.dedupe, err)
+	})
 }
 
 var _ queue.DedupeFinder = (*Driver)(nil)

@@ -47,7 +47,9 @@ func topCounts(c *checker, q *ast.QuerySpecification) (tops []string, wheres [][
 var countSpecs = map[string]func(c *checker, stmts []ast.Statement){
 	sqlQueueNames: func(c *checker, stmts []ast.Statement) {
 		c.eq("statements", kinds(stmts), []string{"PredicateSetStatement", "DeclareTableVariableStatement",
-			"DeclareVariableStatement", "WhileStatement", "InsertStatement", "SelectStatement"})
+			"DeclareTableVariableStatement", "DeclareVariableStatement", "WhileStatement", "InsertStatement",
+			"InsertStatement", "SelectStatement"})
+		// jobs_inflight is read once, for every queue's held jobs.
 		c.eq("table references", tableRefs(stmts), []string{"jobs", "jobs", "jobs_inflight AS i"})
 		// Each step is a seek on the clustered key's first column.
 		for _, q := range find[*ast.QuerySpecification](stmts) {
@@ -55,35 +57,45 @@ var countSpecs = map[string]func(c *checker, stmts []ast.Statement){
 				c.eq("step", conjuncts(q.WhereClause.SearchCondition), []string{"queue > @q"})
 			}
 		}
-		if len(stmts) == 6 {
-			if q := selectOf(stmts[5]); q == nil || q.OrderByClause == nil {
-				c.errorf("the names are not returned in order")
+		if len(stmts) == 8 {
+			if q := selectOf(stmts[7]); q == nil || q.OrderByClause == nil || len(q.SelectElements) != 2 {
+				c.errorf("want the names and their held jobs, in order")
 			}
 		}
 	},
 	sqlCountQueue: func(c *checker, stmts []ast.Statement) {
 		c.eq("statements", kinds(stmts), []string{"PredicateSetStatement", "DeclareVariableStatement",
-			"DeclareVariableStatement", "WhileStatement", "SelectStatement"})
+			"DeclareVariableStatement", "DeclareVariableStatement", "DeclareVariableStatement", "WhileStatement",
+			"SelectStatement"})
 		c.eq("table references", tableRefs(stmts), []string{"jobs", "jobs", "jobs", "jobs", "jobs", "jobs",
-			"jobs_inflight", "queues AS p"})
-		if len(stmts) != 5 {
+			"queues AS p"})
+		// One reading of the clock: ready and scheduled split at one instant.
+		var clock int
+		for _, f := range find[*ast.FunctionCall](stmts) {
+			if sqlOf(f) == "SYSUTCDATETIME()" {
+				clock++
+			}
+		}
+		c.eq("clock readings", clock, 1)
+		if len(stmts) != 7 {
 			return
 		}
-		q := selectOf(stmts[4])
+		q := selectOf(stmts[6])
 		if q == nil || len(q.SelectElements) != 6 {
 			c.errorf("want SELECT of four counts, the oldest wait and paused")
 			return
 		}
+		c.eq("ready and scheduled", sqlOfAll(q.SelectElements[:2]), []string{"@ready", "@scheduled"})
+		c.eq("held", sqlOf(q.SelectElements[2]), "CASE WHEN @held < @limit THEN @held ELSE @limit END")
 		tops, wheres := topCounts(c, q)
-		c.eq("count limits", tops, []string{"(@limit)", "(@limit)", "(@limit)", "(@limit)"})
-		if len(wheres) == 4 {
-			c.eq("ready", wheres[0], []string{"queue = @queue", "run_at <= SYSUTCDATETIME()", "state = 'ready'"})
-			c.eq("scheduled", wheres[1], []string{"queue = @queue", "run_at > SYSUTCDATETIME()", "state = 'ready'"})
-			c.eq("held", wheres[2], []string{"queue = @queue"})
-			c.eq("dead", wheres[3], []string{"queue = @queue", "state = 'dead'"})
+		c.eq("count limits", tops, []string{"(@limit)"})
+		if len(wheres) == 1 {
+			c.eq("dead", wheres[0], []string{"queue = @queue", "state = 'dead'"})
 		}
-		// The skip from priority to priority: one seek each.
-		w := stmts[3].(*ast.WhileStatement)
+		// The skip from priority to priority, one seek each, and per
+		// priority a seek into its due and its future range, each read
+		// stopping at what its count still lacks of @limit.
+		w := stmts[5].(*ast.WhileStatement)
 		c.eq("WHILE", sqlOf(w.Predicate), "@p IS NOT NULL")
 		var steps []string
 		for _, q := range find[*ast.QuerySpecification](w.Statement) {
@@ -92,7 +104,20 @@ var countSpecs = map[string]func(c *checker, stmts []ast.Statement){
 			}
 		}
 		c.eq("loop", steps, []string{"priority = @p AND queue = @queue AND state = 'ready'",
+			"priority = @p AND queue = @queue AND run_at <= @now AND state = 'ready'",
+			"priority = @p AND queue = @queue AND run_at > @now AND state = 'ready'",
 			"priority > @p AND queue = @queue AND state = 'ready'"})
+		var loopTops, adds []string
+		for _, t := range find[*ast.TopRowFilter](w.Statement) {
+			loopTops = append(loopTops, sqlOf(t.Expression))
+		}
+		for _, s := range find[*ast.SetVariableStatement](w.Statement) {
+			if s.AssignmentKind == "AddEquals" {
+				adds = append(adds, sqlOf(s.Variable))
+			}
+		}
+		c.eq("loop limits", loopTops, []string{"(@limit - @ready)", "(@limit - @scheduled)"})
+		c.eq("loop sums", adds, []string{"@ready", "@scheduled"})
 	},
 	sqlFindDedupe: func(c *checker, stmts []ast.Statement) {
 		c.eq("statements", kinds(stmts), []string{"SelectStatement"})
@@ -114,7 +139,7 @@ func countStatementsSent(t *testing.T) []sentStmt {
 	q, _, f := newFakeQueue(t, Config{}, func(s sentStmt) fakeAnswer {
 		switch s.name {
 		case sqlQueueNames:
-			return fakeAnswer{rows: [][]driver.Value{{"a"}, {"b"}, {"gone"}}}
+			return fakeAnswer{rows: [][]driver.Value{{"a", int64(0)}, {"b", int64(3)}, {"gone", int64(0)}}}
 		case sqlCountQueue:
 			if fmt.Sprint(s.args["queue"]) == "gone" {
 				return fakeAnswer{rows: [][]driver.Value{{int64(0), int64(0), int64(0), int64(0), int64(0), false}}}
@@ -130,7 +155,8 @@ func countStatementsSent(t *testing.T) []sentStmt {
 		OldestReadyAge: 1.5, Paused: true}) {
 		t.Fatalf("CountQueues = %+v, %v", got, err)
 	}
-	if sent := f.named(sqlCountQueue); len(sent) != 3 || sent[0].args["limit"] != int64(10) {
+	if sent := f.named(sqlCountQueue); len(sent) != 3 || sent[0].args["limit"] != int64(10) ||
+		sent[0].args["held"] != int64(0) || sent[1].args["held"] != int64(3) {
 		t.Errorf("count_queue sent %+v", sent)
 	}
 	// find_dedupe answers job 3, jobs.sql jobs 3 and 4 of queue q with

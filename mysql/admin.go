@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
@@ -349,6 +348,7 @@ func sortIDs(ids []int64) []int64 {
 
 // The statements of CountQueues and FindDedupe.
 const (
+	sqlQueueNames = "queue_names"
 	sqlCountQueue = "count_queue"
 	sqlFindDedupe = "find_dedupe"
 )
@@ -356,35 +356,51 @@ const (
 var _ queue.QueueCounter = (*Driver)(nil)
 
 // CountQueues counts as Stats does, each count stopping at limit: the
-// queues from a loose scan of the claim index (rescue_queues.sql), then
-// per queue count_queue.sql, which reads at most about limit index entries
-// per state. A queue whose jobs all went between the two is left out.
+// queues and the priorities of their ready jobs from a loose scan of the
+// claim index (queue_names.sql), then per queue count_queue.sql for those
+// priorities, which reads at most about limit index entries per state. A
+// priority first stored between the two is not counted.
 func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueStats, error) {
-	names, err := list(ctx, d, "count queues", sqlRescueQueues, func(rows *sql.Rows) (s string, err error) {
-		err = rows.Scan(&s)
-		return s, err
+	type group struct {
+		queue, state string
+		priority     int16
+	}
+	groups, err := list(ctx, d, "count queues", sqlQueueNames, func(rows *sql.Rows) (g group, err error) {
+		err = rows.Scan(&g.queue, &g.state, &g.priority)
+		return g, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]queue.QueueStats, 0, len(names))
-	for _, name := range names {
-		s := queue.QueueStats{Queue: name}
-		var ageMicros int64
-		err := d.retry(ctx, func() error {
-			return d.db.QueryRowContext(ctx, d.stmts.get(sqlCountQueue, 0), name, limit, name, limit, name, limit, name, limit,
-				name, name, name, name).Scan(&s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused)
-		})
-		if err != nil {
-			return nil, d.classify("count queues", err)
+	var names []string
+	prios := map[string][]any{} // a queue's ready priorities, as parameters
+	for _, g := range groups {
+		p, seen := prios[g.queue]
+		if !seen {
+			names = append(names, g.queue)
 		}
-		s.OldestReadyAge = float64(ageMicros) / 1e6
-		if s.Ready+s.Scheduled+s.Held+s.Dead > 0 {
-			out = append(out, s)
+		if g.state == string(queue.StateReady) {
+			p = append(p, g.priority)
 		}
+		prios[g.queue] = p
 	}
-	slices.SortFunc(out, func(a, b queue.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
-	return out, nil
+	return queue.CountEachQueue(ctx, names, func(ctx context.Context, name string) (s queue.QueueStats, err error) {
+		p := prios[name]
+		var args []any
+		if len(p) > 0 { // ready, then scheduled
+			for range 2 {
+				args = append(append(append(args, name), p...), limit)
+			}
+		}
+		args = append(args, name, limit, name, limit, name, name)
+		var ageMicros int64
+		err = d.retry(ctx, func() error {
+			return d.db.QueryRowContext(ctx, d.stmts.get(sqlCountQueue, len(p)), args...).
+				Scan(&s.Ready, &s.Scheduled, &s.Held, &s.Dead, &ageMicros, &s.Paused)
+		})
+		s.OldestReadyAge = float64(ageMicros) / 1e6
+		return s, d.classify("count queues", err)
+	})
 }
 
 var _ queue.DedupeFinder = (*Driver)(nil)

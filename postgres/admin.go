@@ -252,10 +252,9 @@ func (d *Driver) Stats(ctx context.Context) ([]queue.QueueStats, error) {
 var _ queue.QueueCounter = (*Driver)(nil)
 
 // CountQueues counts as Stats does, each count stopping at limit: the
-// queues from skips through the claim and dead indexes (queue_names.sql),
-// then per queue count_queue.sql, which reads at most about limit index
-// entries per state. A queue whose jobs all went between the two is left
-// out.
+// queues and their claimed rows from queue_names.sql, then per queue
+// count_queue.sql, which reads at most about limit index entries per
+// state plus a descent per priority.
 func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueStats, error) {
 	if d.closed.Load() {
 		return nil, queue.ErrClosed
@@ -264,23 +263,21 @@ func (d *Driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueSta
 	if err != nil {
 		return nil, interpret("count queues", err)
 	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	claimed := map[string]int64{}
+	names, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (name string, err error) {
+		var n int64
+		err = r.Scan(&name, &n)
+		claimed[name] = n
+		return name, err
+	})
 	if err != nil {
 		return nil, interpret("count queues", err)
 	}
-	out := make([]queue.QueueStats, 0, len(names))
-	for _, name := range names {
-		s := queue.QueueStats{Queue: name}
-		err := d.pool.QueryRow(ctx, d.stmts.countQueue, name, limit).
+	return queue.CountEachQueue(ctx, names, func(ctx context.Context, name string) (s queue.QueueStats, err error) {
+		err = d.pool.QueryRow(ctx, d.stmts.countQueue, name, limit, claimed[name]).
 			Scan(&s.Ready, &s.Scheduled, &s.Held, &s.Dead, &s.OldestReadyAge, &s.Paused)
-		if err != nil {
-			return nil, interpret("count queues", err)
-		}
-		if s.Ready+s.Scheduled+s.Held+s.Dead > 0 {
-			out = append(out, s)
-		}
-	}
-	return out, nil
+		return s, interpret("count queues", err)
+	})
 }
 
 var _ queue.DedupeFinder = (*Driver)(nil)

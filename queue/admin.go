@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dbqueue/dbq/dialect"
@@ -201,6 +203,28 @@ type QueueCounter interface {
 	// Held and Dead at most limit (limit means "limit or more"), for the
 	// queues with stored jobs, in name order. OldestReadyAge is exact.
 	CountQueues(ctx context.Context, limit int64) ([]QueueStats, error)
+}
+
+// CountEachQueue is CountQueues for a driver that counts one queue per
+// statement: it calls count for each of names and returns the results of
+// the queues that hold a job, with Queue set, in name order. A queue whose
+// jobs all went between the listing of names and its count is left out.
+// It stops at the first error.
+func CountEachQueue(ctx context.Context, names []string,
+	count func(ctx context.Context, queue string) (QueueStats, error)) ([]QueueStats, error) {
+	out := make([]QueueStats, 0, len(names))
+	for _, name := range names {
+		s, err := count(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if s.Ready+s.Scheduled+s.Held+s.Dead > 0 {
+			s.Queue = name
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	return out, nil
 }
 
 // CountQueues counts each queue's jobs as Stats does, each count stopping

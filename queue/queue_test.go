@@ -167,3 +167,36 @@ func TestWorkerCancelsHandlerOnLostLease(t *testing.T) {
 		t.Fatalf("hooks: outcomes %v, LeasesLost %v; want one lease_lost run of job %d", o, hooks.lost, ids[0])
 	}
 }
+
+// CountEachQueue keeps the queues with a job, in name order, and stops at
+// the first error.
+func TestCountEachQueue(t *testing.T) {
+	ctx := context.Background()
+	counts := map[string]queue.QueueStats{"b": {Ready: 2}, "a": {Dead: 1}, "empty": {Paused: true}, "c": {Held: 3}}
+	var asked []string
+	got, err := queue.CountEachQueue(ctx, []string{"c", "empty", "b", "a"}, func(_ context.Context, name string) (queue.QueueStats, error) {
+		asked = append(asked, name)
+		return counts[name], nil
+	})
+	if err != nil || len(asked) != 4 {
+		t.Fatalf("CountEachQueue: %v, asked %v", err, asked)
+	}
+	want := []queue.QueueStats{{Queue: "a", Dead: 1}, {Queue: "b", Ready: 2}, {Queue: "c", Held: 3}}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("got[%d] = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	boom := errors.New("boom")
+	asked = nil
+	_, err = queue.CountEachQueue(ctx, []string{"a", "b"}, func(_ context.Context, name string) (queue.QueueStats, error) {
+		asked = append(asked, name)
+		return queue.QueueStats{}, boom
+	})
+	if !errors.Is(err, boom) || len(asked) != 1 {
+		t.Errorf("error: %v after asking %v, want boom after a", err, asked)
+	}
+}

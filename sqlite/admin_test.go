@@ -254,3 +254,64 @@ func TestKindsFilterAndStats(t *testing.T) {
 		t.Fatalf("StatsByKind = %+v, want %+v", got, want)
 	}
 }
+
+// CountQueues counts a claimed job whose lease has expired as ready, as
+// Stats does, and the rest of the claimed jobs as held, each capped.
+func TestCountQueuesExpiredLeaseIsReady(t *testing.T) {
+	t.Parallel()
+	q := newQ(t, queue.Config{})
+	ctx := ctxT(t)
+	enqueue(t, q, queue.NewJob{Queue: "e"}, queue.NewJob{Queue: "e"}, queue.NewJob{Queue: "e"}, queue.NewJob{Queue: "e"})
+	jobs, err := newClaimer(t, q).Claim(ctx, "e", 3)
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("Claim: %v, %v", jobs, err)
+	}
+	d := driverOf(t, q)
+	if _, err := d.DB().ExecContext(ctx, "UPDATE "+d.names.Qualified(dialect.SQLite, d.names.Jobs())+
+		" SET claimed_until = 0 WHERE id = ?", jobs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	wantCounts(t, q, "e", 2, 0, 2, 0)
+	for _, limit := range []int64{10, 2, 1} {
+		got, err := q.CountQueues(ctx, limit)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("CountQueues(%d) = %+v, %v", limit, got, err)
+		}
+		if s := got[0]; s.Ready != min(2, limit) || s.Held != min(2, limit) || s.Scheduled != 0 || s.Dead != 0 {
+			t.Errorf("CountQueues(%d) = %+v, want 2 ready and 2 held, each at most %d", limit, s, limit)
+		}
+	}
+}
+
+// count_queues.sql counts ready and scheduled jobs as a seek per priority
+// into its due or its future range of the claim index, not a read of the
+// queue's whole range filtered on run_at.
+func TestCountQueuesPlanSeeksPerPriority(t *testing.T) {
+	t.Parallel()
+	q := newQ(t, queue.Config{})
+	d := driverOf(t, q)
+	rows, err := d.DB().QueryContext(ctxT(t), "EXPLAIN QUERY PLAN "+d.stmts.countQueues.text, int64(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	for _, want := range []string{"INDEX dbq_jobs_claim (queue=? AND priority=? AND run_at<?)",
+		"INDEX dbq_jobs_claim (queue=? AND priority=? AND run_at>?)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("count_queues plan has no %s:\n%s", want, text)
+		}
+	}
+}

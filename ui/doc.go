@@ -24,11 +24,10 @@
 // "1000+". Stats reads every stored job, which on a million takes about a
 // second, on every refresh of the page; a capped count reads at most about
 // the limit's worth of index entries per queue and state (the queues
-// themselves are found by skipping through an index, one descent each),
-// and an operator still tells 3 from 900 from "a lot". (The scheduled
-// count is not bounded yet: it filters run_at over the queue's whole ready
-// range, so a queue of many due jobs and few scheduled ones is read to its
-// end; see docs/dashboard.md.) Planner
+// themselves, and each queue's priorities, are found by skipping through
+// an index, one descent each; ready and scheduled jobs are counted in each
+// priority's due or future range, see docs/dashboard.md), and an operator
+// still tells 3 from 900 from "a lot". Planner
 // estimates of the table's size were the alternative: cheaper still, but
 // per table rather than per queue and state, stale until the next ANALYZE,
 // and absent from SQL Server's and SQLite's reach without extra rights or

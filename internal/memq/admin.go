@@ -75,6 +75,24 @@ func (d *driver) Jobs(ctx context.Context, f queue.JobFilter) ([]*queue.Job, err
 	return out[:min(len(out), f.Limit)], nil
 }
 
+var _ queue.DedupeFinder = (*driver)(nil)
+
+// FindDedupe implements queue.DedupeFinder. A job without a key has none
+// to find, as in the SQL dialects, whose key column is NULL then.
+func (d *driver) FindDedupe(ctx context.Context, name, key string) (int64, bool, error) {
+	unlock, err := d.s.lock(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	defer unlock()
+	for _, r := range d.s.rows {
+		if key != "" && r.Queue == name && r.DedupeKey == key {
+			return r.ID, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
 // StatsByKind implements queue.Admin.
 func (d *driver) StatsByKind(ctx context.Context) ([]queue.KindStats, error) {
 	unlock, err := d.s.lock(ctx)

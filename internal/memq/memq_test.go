@@ -1,6 +1,7 @@
 package memq_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/dbqueue/dbq/integration"
@@ -33,4 +34,42 @@ func TestConformance(t *testing.T) {
 		// (EnqueueTx with nil is Enqueue), committed as it is made.
 		Tx: func(*testing.T, *queue.Queue) (any, func() error) { return nil, func() error { return nil } },
 	})
+}
+
+// JobFilter.DedupeKey finds the one job of a queue with that key, and the
+// other filters apply to it.
+func TestJobsByDedupeKey(t *testing.T) {
+	ctx := context.Background()
+	q, err := queue.New(memq.New(queue.DefaultLease).Driver(), queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ids, err := q.Enqueue(ctx, queue.NewJob{Queue: "a", DedupeKey: "k1", Kind: "mail"},
+		queue.NewJob{Queue: "b", DedupeKey: "k1"}, queue.NewJob{Queue: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		f    queue.JobFilter
+		want int64 // 0: none
+	}{
+		{queue.JobFilter{Queue: "a", DedupeKey: "k1"}, ids[0]},
+		{queue.JobFilter{Queue: "b", DedupeKey: "k1"}, ids[1]},
+		{queue.JobFilter{Queue: "a", DedupeKey: "k1", Kind: "mail", State: queue.StateReady}, ids[0]},
+		{queue.JobFilter{Queue: "a", DedupeKey: "k1", Kind: "sms"}, 0},
+		{queue.JobFilter{Queue: "a", DedupeKey: "k1", State: queue.StateDead}, 0},
+		{queue.JobFilter{Queue: "a", DedupeKey: "k1", AfterID: ids[0]}, 0},
+		{queue.JobFilter{Queue: "a", DedupeKey: "k2"}, 0},
+	} {
+		jobs, err := q.Jobs(ctx, c.f)
+		switch {
+		case err != nil:
+			t.Errorf("%+v: %v", c.f, err)
+		case c.want == 0 && len(jobs) != 0:
+			t.Errorf("%+v: job %d, want none", c.f, jobs[0].ID)
+		case c.want != 0 && (len(jobs) != 1 || jobs[0].ID != c.want):
+			t.Errorf("%+v: %v, want job %d", c.f, jobs, c.want)
+		}
+	}
 }

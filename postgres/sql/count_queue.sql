@@ -8,11 +8,19 @@
 -- stats.sql), found from this table's locks in pg_locks: the lock key is
 -- the id folded to 32 bits, so each key is tried with every high word the
 -- ids reach, a primary-key probe each (OFFSET 0 keeps the planner from
--- hashing the queue's rows instead). Those rows count as held, not ready. Ready reads the claim index forwards,
--- where each priority's due rows come first, and scheduled reads it
--- backwards, where its future rows come first. The oldest ready wait is
--- exact: per priority (skipped through the index), the first due row no
--- one holds.
+-- hashing the queue's rows instead). Those rows count as held, not ready,
+-- with $3, the queue's claimed rows (counted by queue_names.sql in its one
+-- pass over the jobs in flight: no index here leads with queue for them).
+--
+-- prio skips through the queue's priorities in the claim index, one
+-- descent each. Within a priority the index is in run_at order, so its
+-- due rows are one range and its future rows the next: ready and
+-- scheduled read, priority after priority, just that range (each
+-- priority's read capped at $2), and the outer LIMIT $2 stops the whole
+-- count once $2 rows are found. A count reads at most about $2 entries
+-- plus a descent per priority, whatever the mix of due and future jobs.
+-- The oldest ready wait is exact: per priority, the first due row no one
+-- holds.
 WITH RECURSIVE held AS MATERIALIZED (
     SELECT j.id
     FROM (SELECT DISTINCT l.objid
@@ -41,19 +49,24 @@ WITH RECURSIVE held AS MATERIALIZED (
     FROM prio AS p WHERE p.priority IS NOT NULL
 )
 SELECT (SELECT count(*) FROM (
-            SELECT 1 FROM {{table "jobs"}} AS j
-            WHERE j.queue = $1 AND j.state = 'ready' AND j.run_at <= now()
-              AND j.id NOT IN (SELECT id FROM held)
-            ORDER BY j.priority, j.run_at LIMIT $2) AS c),
+            SELECT 1 FROM prio AS p
+            CROSS JOIN LATERAL (
+                SELECT 1 FROM {{table "jobs"}} AS j
+                WHERE j.queue = $1 AND j.state = 'ready' AND j.priority = p.priority AND j.run_at <= now()
+                  AND j.id NOT IN (SELECT id FROM held)
+                ORDER BY j.run_at LIMIT $2) AS j
+            WHERE p.priority IS NOT NULL
+            LIMIT $2) AS c),
        (SELECT count(*) FROM (
-            SELECT 1 FROM {{table "jobs"}} AS j
-            WHERE j.queue = $1 AND j.state = 'ready' AND j.run_at > now()
-              AND j.id NOT IN (SELECT id FROM held)
-            ORDER BY j.priority DESC, j.run_at DESC LIMIT $2) AS c),
-       least($2, (SELECT count(*) FROM (
-            SELECT 1 FROM {{table "jobs"}} AS j
-            WHERE j.queue = $1 AND j.state = 'claimed' LIMIT $2) AS c)
-         + (SELECT count(*) FROM held)),
+            SELECT 1 FROM prio AS p
+            CROSS JOIN LATERAL (
+                SELECT 1 FROM {{table "jobs"}} AS j
+                WHERE j.queue = $1 AND j.state = 'ready' AND j.priority = p.priority AND j.run_at > now()
+                  AND j.id NOT IN (SELECT id FROM held)
+                ORDER BY j.run_at LIMIT $2) AS j
+            WHERE p.priority IS NOT NULL
+            LIMIT $2) AS c),
+       least($2, $3 + (SELECT count(*) FROM held)),
        (SELECT count(*) FROM (
             SELECT 1 FROM {{table "jobs"}} AS j
             WHERE j.queue = $1 AND j.state = 'dead' LIMIT $2) AS c),
