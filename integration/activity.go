@@ -162,10 +162,15 @@ func testWorkerActivity(t *testing.T, s *suite) {
 		}
 	}
 	ids := enqueue(t, q, jobs...)
-	first := ids[0]
+	// By position, not by id: ids need not be consecutive (Galera steps
+	// auto-increment by the cluster's size).
+	pos := make(map[int64]int, len(ids))
+	for i, id := range ids {
+		pos[id] = i
+	}
 	var ended atomic.Int64
 	handler := func(ctx context.Context, j *queue.Job) error {
-		switch (j.ID - first) % 3 {
+		switch pos[j.ID] % 3 {
 		case 0:
 			ended.Add(1)
 			return queue.Permanent(errors.New("dead at once"))
