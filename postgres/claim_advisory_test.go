@@ -260,7 +260,12 @@ func TestAdvisoryCancelMidWalkLeaksNothing(t *testing.T) {
 	c := advisoryClaimer(t, q)
 	claim(t, c, "walk", 1) // connect and warm up the statement
 	held := c.heldIDs()
-	for _, d := range []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond} {
+	// Deadlines from well under a walk's time up: the first one that ends
+	// the statement after it has locked rows is the case under test. A
+	// claim that beat its deadline gives its jobs back, so that the next
+	// walk is as long.
+	for _, d := range []time.Duration{500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond,
+		5 * time.Millisecond, 8 * time.Millisecond, 13 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond} {
 		cctx, cancel := context.WithTimeout(context.Background(), d)
 		start := time.Now()
 		jobs, err := c.Claim(cctx, "walk", 2000)
@@ -268,11 +273,16 @@ func TestAdvisoryCancelMidWalkLeaksNothing(t *testing.T) {
 		t.Logf("claim cut off after %v: %d jobs, err %v, took %v, %d stray locks released so far",
 			d, len(jobs), err, time.Since(start).Round(time.Millisecond), c.swept.Load())
 		if err == nil {
-			held = append(held, ids(jobs)...)
+			if err := c.Release(ctx, queue.Leases(jobs)); err != nil {
+				t.Fatal(err)
+			}
 		} else if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("cut-off claim: %v, want a deadline error", err)
 		}
 		wantLocks(t, "after a claim cut off mid-walk", c, held)
+		if c.swept.Load() > 0 {
+			break
+		}
 	}
 	if c.swept.Load() == 0 {
 		t.Fatal("no claim was cut off after it had locked rows; the test proves nothing")
