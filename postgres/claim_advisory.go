@@ -64,7 +64,33 @@ var (
 type cursor struct {
 	resume *lockedRow
 	claims int
+	// notHeadBefore spaces out the periodic walks from the head when they
+	// cost much (see headGap). Zero: no wait.
+	notHeadBefore time.Time
 }
+
+// headGap is how long a claimer puts off its next walk from the head after
+// one that took took: nine times as long, so that head walks cost at most
+// a tenth of a busy claimer's time, up to maxHeadGap. A head walk reads
+// the claim index's entries of every job completed since vacuum last came
+// by — all of them while a long transaction holds the MVCC horizon, when
+// one walk can take a second — and a claimer that walked from the head on
+// every 16th claim of a backlog then spent most of its time there. Jobs
+// behind the resume point (given back by another claimer, due since) wait
+// up to the gap longer; a resumed walk that finds nothing still walks from
+// the head at once. Walks cheaper than cheapHeadWalk keep the count rule
+// alone.
+func headGap(took time.Duration) time.Duration {
+	if took < cheapHeadWalk {
+		return 0
+	}
+	return min(9*took, maxHeadGap)
+}
+
+var (
+	cheapHeadWalk = 2 * time.Millisecond // a variable for tests
+	maxHeadGap    = 5 * time.Second
+)
 
 // maxCursors bounds the queues a claimer keeps cursors for; past it they
 // are all forgotten, which only makes the next walks start at the head.
@@ -406,7 +432,9 @@ type lockedRow struct {
 // (jobs before it were taken or held then). A walk starts at the head
 // instead, where jobs released behind the start come back, on every
 // resumeEvery-th claim, after this claimer released jobs, and at once
-// when a resumed walk finds nothing. A walk that finds fewer than n keeps
+// when a resumed walk finds nothing (so a job released behind the resume
+// point comes back at once); a head walk that took long puts the next
+// periodic one off (headGap). A walk that finds fewer than n keeps
 // the resume point: a queue its workers keep nearly empty would otherwise
 // walk every dead entry on nearly every claim.
 // Lower priority numbers are read from their start in every walk.
@@ -424,7 +452,9 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 		c.cursors[queueName] = cur
 	}
 	cur.claims++
-	if cur.claims%resumeEvery == 0 {
+	now := time.Now()
+	headDue := !now.Before(cur.notHeadBefore)
+	if cur.claims%resumeEvery == 0 && headDue {
 		cur.resume = nil
 	}
 	for {
@@ -433,9 +463,13 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 		if from != nil {
 			priority, runAt, id = from.Priority, pgtype.Timestamptz{Time: from.RunAt, Valid: true}, from.ID
 		}
+		start := time.Now()
 		locked, err := c.walk(ctx, queueName, heldIDs, n, priority, runAt, id)
 		if err != nil {
 			return nil, err
+		}
+		if from == nil {
+			cur.notHeadBefore = time.Now().Add(headGap(time.Since(start)))
 		}
 		if len(locked) > 0 {
 			c.skipped.Add(int64(locked[len(locked)-1].Skipped))

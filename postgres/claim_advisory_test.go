@@ -360,3 +360,58 @@ func jobIDs(jobs []*queue.Job) []int64 {
 	}
 	return out
 }
+
+// TestAdvisoryDearHeadWalkWaits: after a walk from the head that took
+// long, a claimer puts off its next periodic head walk (headGap): jobs
+// given back behind its resume point wait out the gap, then are claimed.
+func TestAdvisoryDearHeadWalkWaits(t *testing.T) {
+	for _, c := range []struct{ took, want time.Duration }{
+		{time.Millisecond, 0}, {100 * time.Millisecond, 900 * time.Millisecond}, {2 * time.Second, maxHeadGap},
+	} {
+		if got := headGap(c.took); got != c.want {
+			t.Errorf("headGap(%v) = %v, want %v", c.took, got, c.want)
+		}
+	}
+	q := newQueue(t, Config{}, true)
+	ctx := testCtx(t)
+	ids := enqueueN(t, q, "h", 60)
+	b, c := advisoryClaimer(t, q), advisoryClaimer(t, q)
+	front := claim(t, b, "h", 2)
+	// Every head walk counts as dear from here on.
+	old := cheapHeadWalk
+	cheapHeadWalk = -1
+	t.Cleanup(func() { cheapHeadWalk = old })
+	if got := claim(t, c, "h", 1); len(got) != 1 || got[0].ID != ids[2] { // a head walk
+		t.Fatalf("claimed %v, want [%d]", jobIDs(got), ids[2])
+	}
+	c.mu.Lock()
+	gapSet := c.cursors["h"].notHeadBefore.After(time.Now())
+	c.cursors["h"].notHeadBefore = time.Now().Add(time.Hour)
+	c.mu.Unlock()
+	if !gapSet {
+		t.Fatal("a dear head walk did not put off the next one")
+	}
+	// The front two come back behind c's resume point.
+	if err := b.Release(ctx, queue.Leases(front)); err != nil {
+		t.Fatal(err)
+	}
+	behind := func(jobs []*queue.Job) bool {
+		return len(jobs) == 1 && (jobs[0].ID == ids[0] || jobs[0].ID == ids[1])
+	}
+	for i := range 2 * resumeEvery {
+		if got := claim(t, c, "h", 1); behind(got) {
+			t.Fatalf("claim %d within the gap took %v, behind the resume point: the head walk was not put off", i, jobIDs(got))
+		}
+	}
+	c.mu.Lock()
+	c.cursors["h"].notHeadBefore = time.Time{}
+	c.mu.Unlock()
+	for i := range resumeEvery {
+		if got := claim(t, c, "h", 1); behind(got) {
+			return
+		} else if len(got) == 0 {
+			t.Fatalf("claim %d after the gap took nothing", i)
+		}
+	}
+	t.Fatalf("jobs %v were not claimed within %d claims after the gap", ids[:2], resumeEvery)
+}
