@@ -18,7 +18,7 @@ func TestCompleteClaim(t *testing.T) {
 	for _, s := range []struct {
 		name     string
 		strategy Strategy
-	}{{"skiplocked", SkipLocked}} {
+	}{{"advisory", Advisory}, {"skiplocked", SkipLocked}} {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			q := newQueue(t, Config{Strategy: s.strategy}, true)
