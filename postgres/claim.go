@@ -117,7 +117,64 @@ func queryIDs(ctx context.Context, q querier, sql string, args ...any) ([]int64,
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
+	return readIDs(rows)
+}
+
+// readIDs reads rows of one bigint column. It scans every row into one
+// variable through one argument slice (pgx.RowTo allocates both per row).
+func readIDs(rows pgx.Rows) ([]int64, error) {
+	defer rows.Close()
+	var (
+		out  []int64
+		id   int64
+		dest = []any{&id}
+	)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// jobRow is where a claimed job's row is scanned: the job and the columns
+// that need converting. Scanning every row of a claim into one jobRow and
+// copying out the job costs one allocation per job for the scan instead
+// of one per column.
+type jobRow struct {
+	j                 queue.Job
+	lastError, dedupe pgtype.Text
+	attempt, maxAtt   int32
+}
+
+// job returns a new Job with the row's values.
+func (r *jobRow) job() *queue.Job {
+	j := new(queue.Job)
+	*j = r.j
+	j.Attempt, j.MaxAttempts = int(r.attempt), int(r.maxAtt)
+	j.LastError, j.DedupeKey = r.lastError.String, r.dedupe.String
+	return j
+}
+
+// readJobs reads the rows of a claim: scan puts each into one jobRow,
+// whose job is then taken.
+func readJobs(rows pgx.Rows, r *jobRow, dest []any) ([]*queue.Job, error) {
+	defer rows.Close()
+	var out []*queue.Job
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		out = append(out, r.job())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // guardedIDs runs queryIDs on conn under guard.

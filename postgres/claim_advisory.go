@@ -502,7 +502,7 @@ func (c *AdvisoryClaimer) walk(ctx context.Context, queueName string, heldIDs []
 	if err != nil {
 		return nil, failed(ctx, "claim", err)
 	}
-	locked, err := pgx.CollectRows(rows, pgx.RowToStructByPos[lockedRow])
+	locked, err := readLocked(rows)
 	if err != nil {
 		return nil, failed(ctx, "claim", err)
 	}
@@ -570,19 +570,30 @@ func (c *AdvisoryClaimer) unlockKeys(ks []lockKey) {
 
 // readChecked reads the rows postcheck.sql returned.
 func readChecked(rows pgx.Rows) ([]*queue.Job, error) {
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) {
-		var (
-			j         queue.Job
-			lastError pgtype.Text
-			dedupe    pgtype.Text
-			attempt   int32
-			maxAtt    int32
-		)
-		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &attempt, &maxAtt, &lastError, &dedupe, &j.CreatedAt, &j.Kind)
-		j.Attempt, j.MaxAttempts = int(attempt), int(maxAtt)
-		j.LastError, j.DedupeKey = lastError.String, dedupe.String
-		return &j, err
-	})
+	r := new(jobRow)
+	j := &r.j
+	return readJobs(rows, r, []any{&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &r.attempt, &r.maxAtt,
+		&r.lastError, &r.dedupe, &j.CreatedAt, &j.Kind})
+}
+
+// readLocked reads the rows claim_advisory.sql locked.
+func readLocked(rows pgx.Rows) ([]lockedRow, error) {
+	defer rows.Close()
+	var (
+		out  []lockedRow
+		l    lockedRow
+		dest = []any{&l.ID, &l.NS, &l.Priority, &l.RunAt, &l.Skipped}
+	)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // unlock releases the given locks on a context of its own: a lock must go
@@ -594,8 +605,13 @@ func (c *AdvisoryClaimer) unlock(nss, ks []int32) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	_, err := c.conn.Exec(ctx, c.d.stmts.unlock, nss, ks, c.mark)
-	return err
+	// Query, not Exec: Exec copies every row it discards.
+	rows, err := c.conn.Query(ctx, c.d.stmts.unlock, nss, ks, c.mark)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
 }
 
 // release forgets the held jobs ids and unlocks them. c.mu is held.
@@ -693,11 +709,11 @@ func (c *AdvisoryClaimer) CompleteClaim(ctx context.Context, p queue.CompleteCla
 		gctx, stop := guard(ctx, c.conn.Conn().PgConn())
 		errs := pipelined(gctx, c.conn.Conn(), []step{
 			{sql: c.d.stmts.completeAdvisory, args: []any{valid, c.mark}, read: func(rows pgx.Rows) (err error) {
-				deleted, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+				deleted, err = readIDs(rows)
 				return err
 			}},
 			{sql: c.d.stmts.claimAdvisory, args: args, read: func(rows pgx.Rows) (err error) {
-				locked, err = pgx.CollectRows(rows, pgx.RowToStructByPos[lockedRow])
+				locked, err = readLocked(rows)
 				return err
 			}},
 		})

@@ -222,20 +222,10 @@ func (c *SkipLockedClaimer) claimArgs(queueName string, n int, token int64, from
 
 // readClaimed reads the jobs claim_skiplocked.sql claimed with token.
 func readClaimed(rows pgx.Rows, token int64) ([]*queue.Job, error) {
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) {
-		var (
-			j         = queue.Job{State: queue.StateClaimed, Token: token}
-			lastError pgtype.Text
-			dedupe    pgtype.Text
-			attempt   int32
-			maxAtt    int32
-		)
-		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &attempt, &maxAtt,
-			&j.ClaimedUntil, &lastError, &dedupe, &j.CreatedAt, &j.Kind)
-		j.Attempt, j.MaxAttempts = int(attempt), int(maxAtt)
-		j.LastError, j.DedupeKey = lastError.String, dedupe.String
-		return &j, err
-	})
+	r := &jobRow{j: queue.Job{State: queue.StateClaimed, Token: token}}
+	j := &r.j
+	return readJobs(rows, r, []any{&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &r.attempt, &r.maxAtt,
+		&j.ClaimedUntil, &r.lastError, &r.dedupe, &j.CreatedAt, &j.Kind})
 }
 
 // CompleteClaim completes p.Complete and claims up to p.N jobs of p.Queue
@@ -278,7 +268,7 @@ func (c *SkipLockedClaimer) CompleteClaim(ctx context.Context, p queue.CompleteC
 	gctx, stop := guard(ctx, conn.Conn().PgConn())
 	errs := pipelined(gctx, conn.Conn(), []step{
 		{sql: c.d.stmts.completeSkipLocked, args: []any{ids, tokens}, read: func(rows pgx.Rows) (err error) {
-			done, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+			done, err = readIDs(rows)
 			return err
 		}},
 		{sql: c.d.stmts.claimSkipLocked, args: c.claimArgs(p.Queue, p.N, token, from), read: func(rows pgx.Rows) (err error) {
@@ -332,9 +322,12 @@ func (c *SkipLockedClaimer) keep(ctx context.Context, jobs []*queue.Job, token i
 // were found lost (keep false), or keeps those still current (keep true
 // for Extend).
 func (c *SkipLockedClaimer) forget(leases []queue.Lease, done []int64, keepDone bool) {
-	ok := make(map[int64]bool, len(done))
-	for _, id := range done {
-		ok[id] = true
+	var ok map[int64]bool
+	if keepDone {
+		ok = make(map[int64]bool, len(done))
+		for _, id := range done {
+			ok[id] = true
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
