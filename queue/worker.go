@@ -330,7 +330,7 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 	backoff := time.Duration(0)
 	// Completions wait for a claim only while the loop is about to claim;
 	// before it waits for anything else they go to the result writer.
-	defer func() { r.handOver(r.pending.close(), false, nil) }()
+	defer func() { r.handOver(handoff{results: r.pending.close()}) }()
 	for {
 		r.pending.open()
 		// Wait for a free slot, then for this queue's turn to claim
@@ -357,12 +357,15 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 				break take
 			}
 		}
-		jobs, err := r.claim(ctx, free)
+		jobs, wrote, err := r.claim(ctx, free)
 		if claimSlot != nil {
 			<-claimSlot
 		}
 		for range free - len(jobs) {
 			r.slots <- struct{}{}
+		}
+		if err != nil {
+			r.handOver(wrote)
 		}
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -371,7 +374,7 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 			return err
 		case err != nil:
 			w.stats.claimErrors.Add(1)
-			r.handOver(r.pending.close(), false, nil)
+			r.handOver(handoff{results: r.pending.close()})
 			backoff = min(max(2*backoff, 100*time.Millisecond), 30*time.Second)
 			w.log.Warn("dbq: claim failed; retrying", "err", err, "in", backoff)
 			if !sleep(ctx, Jitter(backoff, 0.5)) {
@@ -384,9 +387,12 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 		for _, j := range jobs {
 			r.start(j)
 		}
+		// After the jobs are in flight, whose claims the heartbeat then
+		// renews: the result writer may keep this waiting.
+		r.handOver(wrote)
 		// A full batch suggests more are ready: claim again at once.
 		if len(jobs) < free {
-			r.handOver(r.pending.close(), false, nil)
+			r.handOver(handoff{results: r.pending.close()})
 			if !w.idle(ctx, Jitter(w.cfg.PollInterval, 0.2), &wake) {
 				return nil
 			}
@@ -400,9 +406,10 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 // claimer keeps the locks of the jobs still running.
 //
 // With a CompleteClaimer, the completions waiting in pending go with the
-// claim, and their results then to the result writer, marked written
-// unless their write failed (it then writes them as any other).
-func (r *runState) claim(ctx context.Context, n int) ([]*Job, error) {
+// claim; their results are returned for the result writer (handOver),
+// marked written unless their write failed (it then writes them as any
+// other).
+func (r *runState) claim(ctx context.Context, n int) ([]*Job, handoff, error) {
 	w := r.w
 	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
@@ -411,8 +418,9 @@ func (r *runState) claim(ctx context.Context, n int) ([]*Job, error) {
 		began = time.Now()
 	}
 	var (
-		jobs []*Job
-		err  error
+		jobs  []*Job
+		err   error
+		wrote handoff
 	)
 	if done := r.pending.take(); len(done) > 0 {
 		leases := make([]Lease, len(done))
@@ -421,15 +429,15 @@ func (r *runState) claim(ctx context.Context, n int) ([]*Job, error) {
 		}
 		res := r.claimer.(CompleteClaimer).CompleteClaim(cctx, CompleteClaimParams{Complete: leases, Queue: w.cfg.Queue, N: n})
 		jobs, err = res.Jobs, res.ClaimErr
+		wrote.results = done
 		var lost *LeaseLostError
 		switch {
 		case res.CompleteErr == nil:
-			r.handOver(done, true, nil)
+			wrote.written = true
 		case errors.As(res.CompleteErr, &lost):
-			r.handOver(done, true, lost.IDs)
+			wrote.written, wrote.lost = true, lost.IDs
 		default:
 			w.log.Debug("dbq: completing with a claim failed; writing the completions alone", "jobs", len(done), "err", res.CompleteErr)
-			r.handOver(done, false, nil)
 		}
 	} else {
 		jobs, err = r.claimer.Claim(cctx, w.cfg.Queue, n)
@@ -438,26 +446,28 @@ func (r *runState) claim(ctx context.Context, n int) ([]*Job, error) {
 	if w.hooks != nil && (err == nil || ctx.Err() == nil) {
 		w.hooks.ClaimDone(w.cfg.Queue, n, len(jobs), time.Since(began), err)
 	}
-	return jobs, err
+	return jobs, wrote, err
 }
 
-// handOver gives results taken from pending to the result writer: written
-// when a claim wrote their completions, with the ids among them whose
-// leases were lost. It waits for the writer, as a handler does.
-func (r *runState) handOver(results []result, written bool, lost []int64) {
-	if len(results) == 0 {
+// handOver gives results taken from pending to the result writer. It
+// waits for the writer, as a handler does.
+func (r *runState) handOver(h handoff) {
+	if len(h.results) == 0 {
 		return
 	}
-	for i := range results {
-		results[i].written = written
+	for i := range h.results {
+		h.results[i].written = h.written
 	}
-	r.handoffs <- handoff{results: results, lost: lost}
+	r.handoffs <- h
 }
 
-// handoff is results a claim took from pending, for the result writer.
+// handoff is results taken from pending, for the result writer: written
+// when a claim wrote their completions, with the ids among them whose
+// leases it found lost.
 type handoff struct {
 	results []result
-	lost    []int64 // ids whose completion the claim found lost
+	written bool
+	lost    []int64
 }
 
 // pending holds completed runs while the claim loop is about to claim, for
