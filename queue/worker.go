@@ -74,7 +74,9 @@ type WorkerConfig struct {
 }
 
 // Worker claims jobs from one queue and runs them with a Handler on
-// Concurrency goroutines. Completions and failures are written in batches.
+// Concurrency goroutines. Completions and failures are written in batches;
+// when the claimer is a [CompleteClaimer], the completions that wait while
+// the Worker is about to claim go with its next claim, in one round trip.
 // For lease-based claimers it renews every held job's lease each third of
 // the lease; for lock-based ones ([LockCheck]) it checks the lock
 // connection each interval. It cancels the handler of a job whose claim was
