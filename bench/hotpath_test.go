@@ -121,3 +121,47 @@ func benchClaimComplete(b *testing.B, timeClaim bool) {
 		})
 	}
 }
+
+// BenchmarkCompleteClaim times the round trip a Worker makes per batch
+// when its claimer is a queue.CompleteClaimer: complete the last batch of
+// 100 and claim the next. Dialects without it are skipped.
+func BenchmarkCompleteClaim(b *testing.B) {
+	const batch = 100
+	for _, t := range targets(b) {
+		b.Run(t.name, func(b *testing.B) {
+			e := openEnv(b, t)
+			ctx := context.Background()
+			c, err := e.q.NewClaimer(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close(ctx)
+			cc, ok := c.(queue.CompleteClaimer)
+			if !ok {
+				b.Skipf("%T is not a queue.CompleteClaimer", c)
+			}
+			if err := fill(ctx, e.q, batch, 0); err != nil {
+				b.Fatal(err)
+			}
+			held, err := c.Claim(ctx, benchQueue, batch)
+			if err != nil || len(held) != batch {
+				b.Fatalf("claim: %d jobs, %v", len(held), err)
+			}
+			b.ReportAllocs()
+			b.StopTimer()
+			for i := 0; i < b.N; i++ {
+				if err := fill(ctx, e.q, batch, 0); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				res := cc.CompleteClaim(ctx, queue.CompleteClaimParams{Complete: queue.Leases(held), Queue: benchQueue, N: batch})
+				b.StopTimer()
+				if res.CompleteErr != nil || res.ClaimErr != nil || len(res.Jobs) != batch {
+					b.Fatalf("complete: %v; claim: %d jobs, %v", res.CompleteErr, len(res.Jobs), res.ClaimErr)
+				}
+				held = res.Jobs
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}

@@ -59,6 +59,7 @@ var cases = []testCase{
 	{"SkipsHeldJobs", testSkipsHeld},
 	{"PayloadBytesRoundTrip", testPayloadRoundTrip},
 	{"CompleteRemovesJobs", testComplete},
+	{"CompleteClaimCompletesThenClaims", testCompleteClaim},
 	{"RetryBacksOffKeepsErrorThenDead", testRetry},
 	{"RetryDeadMakesJobDead", testRetryDead},
 	{"ReleaseSpendsNoAttempt", testRelease},

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,49 @@ func testComplete(t *testing.T, s *suite) {
 	if got := s.drainAll(t, q, "done"); len(got) != 0 {
 		t.Fatalf("completed jobs claimed again: %v", got)
 	}
+}
+
+// CompleteClaimCompletesThenClaims: a queue.CompleteClaimer completes what
+// Complete would, reports a lease it does not hold as Complete does, and
+// claims what Claim would, none of it a job just completed or held
+// elsewhere; completing the same leases again finds them lost. Skipped
+// for a claimer without it.
+func testCompleteClaim(t *testing.T, s *suite) {
+	q := s.queue(t, queue.Config{})
+	enqueueN(t, q, "cc", 8)
+	c := s.claimer(t, q)
+	cc, ok := c.(queue.CompleteClaimer)
+	if !ok {
+		t.Skipf("%T is not a queue.CompleteClaimer", c)
+	}
+	other := s.claimer(t, q)
+	mine := claim(t, c, "cc", 3)
+	theirs := claim(t, other, "cc", 1)
+	if len(mine) != 3 || len(theirs) != 1 {
+		t.Fatalf("claimed %d and %d jobs, want 3 and 1", len(mine), len(theirs))
+	}
+	stray := queue.Lease{ID: theirs[0].ID, Token: mine[0].Token}
+	res := cc.CompleteClaim(ctxFor(t), queue.CompleteClaimParams{Complete: append(leases(mine), stray), Queue: "cc", N: 3})
+	var lost *queue.LeaseLostError
+	if !errors.As(res.CompleteErr, &lost) || !sameIDs(lost.IDs, []int64{stray.ID}) {
+		t.Fatalf("complete part: %v, want the lease of job %d lost", res.CompleteErr, stray.ID)
+	}
+	if res.ClaimErr != nil || len(res.Jobs) != 3 {
+		t.Fatalf("claim part: %d jobs, %v; want 3", len(res.Jobs), res.ClaimErr)
+	}
+	for _, j := range res.Jobs {
+		if j.ID == stray.ID || slices.Contains(queue.IDs(mine), j.ID) {
+			t.Fatalf("claimed job %d, completed or held elsewhere", j.ID)
+		}
+	}
+	wantCounts(t, q, "cc", 1, 0, 4, 0)
+	err := c.Complete(ctxFor(t), leases(mine))
+	if !errors.As(err, &lost) || !sameIDs(lost.IDs, queue.IDs(mine)) {
+		t.Fatalf("completing them again: %v, want their leases lost", err)
+	}
+	complete(t, c, res.Jobs)
+	complete(t, other, theirs)
+	wantCounts(t, q, "cc", 1, 0, 0, 0)
 }
 
 // RetryBacksOffAndKeepsError: a retried job comes back after its delay with

@@ -1,7 +1,10 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -114,7 +117,64 @@ func queryIDs(ctx context.Context, q querier, sql string, args ...any) ([]int64,
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
+	return readIDs(rows)
+}
+
+// readIDs reads rows of one bigint column. It scans every row into one
+// variable through one argument slice (pgx.RowTo allocates both per row).
+func readIDs(rows pgx.Rows) ([]int64, error) {
+	defer rows.Close()
+	var (
+		out  []int64
+		id   int64
+		dest = []any{&id}
+	)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// jobRow is where a claimed job's row is scanned: the job and the columns
+// that need converting. Scanning every row of a claim into one jobRow and
+// copying out the job costs one allocation per job for the scan instead
+// of one per column.
+type jobRow struct {
+	j                 queue.Job
+	lastError, dedupe pgtype.Text
+	attempt, maxAtt   int32
+}
+
+// job returns a new Job with the row's values.
+func (r *jobRow) job() *queue.Job {
+	j := new(queue.Job)
+	*j = r.j
+	j.Attempt, j.MaxAttempts = int(r.attempt), int(r.maxAtt)
+	j.LastError, j.DedupeKey = r.lastError.String, r.dedupe.String
+	return j
+}
+
+// readJobs reads the rows of a claim: scan puts each into one jobRow,
+// whose job is then taken.
+func readJobs(rows pgx.Rows, r *jobRow, dest []any) ([]*queue.Job, error) {
+	defer rows.Close()
+	var out []*queue.Job
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		out = append(out, r.job())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // guardedIDs runs queryIDs on conn under guard.
@@ -176,4 +236,99 @@ func (d *Driver) preparedSurvive(ctx context.Context) error {
 	}
 	d.preparedChecked.Store(true)
 	return nil
+}
+
+// step is one statement of a pipeline: its text, its arguments, and read,
+// which reads its rows (nil: they are discarded).
+type step struct {
+	sql  string
+	args []any
+	read func(pgx.Rows) error
+}
+
+// pipelined runs steps on conn in one round trip, each in an implicit
+// transaction of its own (a Sync follows each), so a step that fails undoes
+// none before it and stops none after it. It returns each step's error: nil
+// once the step's transaction is known to have committed; a step whose
+// outcome could not be read gets the error that cut the pipeline short.
+// Run under guard, so that a cancelled ctx stops the statement running
+// rather than the connection.
+//
+// The statements run prepared, as pgx's default exec mode runs them; a
+// statement is prepared on conn the first time it is used there. One that
+// cannot be prepared fails with the steps after it; those before it run.
+func pipelined(ctx context.Context, conn *pgx.Conn, steps []step) []error {
+	errs := make([]error, len(steps))
+	fill := func(from int, err error) []error {
+		for i := from; i < len(steps); i++ {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return errs
+	}
+	sds := make([]*pgconn.StatementDescription, len(steps))
+	for i, s := range steps {
+		sd, err := conn.Prepare(ctx, s.sql, s.sql)
+		if err != nil {
+			fill(i, err)
+			if conn.IsClosed() {
+				return fill(0, err)
+			}
+			steps = steps[:i]
+			break
+		}
+		sds[i] = sd
+	}
+	if len(steps) == 0 {
+		return errs
+	}
+	m := conn.TypeMap()
+	p := conn.PgConn().StartPipeline(ctx)
+	for i, s := range steps {
+		var eqb pgx.ExtendedQueryBuilder
+		if err := eqb.Build(m, sds[i], s.args); err != nil {
+			_ = p.Close()
+			return fill(0, err)
+		}
+		p.SendQueryStatement(sds[i], eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
+		p.SendPipelineSync()
+	}
+	if err := p.Flush(); err != nil {
+		_ = p.Close()
+		return fill(0, err)
+	}
+	for i, s := range steps {
+		res, err := p.GetResults()
+		if err == nil {
+			rr, ok := res.(*pgconn.ResultReader)
+			if !ok {
+				err = fmt.Errorf("dbq: postgres: pipeline: got %T for a statement", res)
+			} else {
+				rows := pgx.RowsFromResultReader(m, rr)
+				if s.read != nil {
+					err = s.read(rows)
+				}
+				rows.Close()
+				err = cmp.Or(err, rows.Err())
+			}
+		}
+		errs[i] = err
+		// The Sync: the step's transaction ends here. An error reported in
+		// its place (a failed commit) leaves the Sync still to be read.
+		if _, serr := p.GetResults(); serr != nil {
+			var pgErr *pgconn.PgError
+			if !errors.As(serr, &pgErr) {
+				_ = p.Close()
+				return fill(i, serr)
+			}
+			errs[i] = cmp.Or(errs[i], serr)
+			if _, serr := p.GetResults(); serr != nil {
+				_ = p.Close()
+				return fill(i+1, serr)
+			}
+		}
+	}
+	_ = p.Close() // every step's outcome is known by now
+	return errs
 }

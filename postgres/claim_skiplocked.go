@@ -42,8 +42,9 @@ type claimStart struct {
 }
 
 var (
-	_ queue.Claimer       = (*SkipLockedClaimer)(nil)
-	_ queue.LeaseDuration = (*SkipLockedClaimer)(nil)
+	_ queue.Claimer         = (*SkipLockedClaimer)(nil)
+	_ queue.LeaseDuration   = (*SkipLockedClaimer)(nil)
+	_ queue.CompleteClaimer = (*SkipLockedClaimer)(nil)
 )
 
 func newSkipLockedClaimer(d *Driver) *SkipLockedClaimer {
@@ -86,21 +87,38 @@ func (c *SkipLockedClaimer) check(ctx context.Context, op string) error {
 // A claim that Close overtakes gives back the jobs it took and returns
 // queue.ErrClosed: Close cannot see jobs before the claim returns them.
 func (c *SkipLockedClaimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.Job, error) {
-	if n <= 0 {
-		return nil, fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, n)
-	}
-	if err := dialect.ValidateQueue(queueName); err != nil {
+	if err := c.claimable(ctx, queueName, n); err != nil {
 		return nil, err
-	}
-	if err := c.check(ctx, "claim"); err != nil {
-		return nil, err
-	}
-	if err := c.d.maybeRescue(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, queue.ErrNotMigrated) {
-		c.d.log.Warn("dbq: postgres: rescue of expired leases failed", "err", err)
 	}
 	token := rand.Int64N(math.MaxInt64-1) + 1
 	from := c.from(queueName)
 	jobs, err := c.claim(ctx, queueName, n, token, from)
+	return c.claimed(ctx, queueName, n, token, from, jobs, err)
+}
+
+// claimable checks a claim's arguments and the claimer, and runs the
+// rescue of expired leases when it is due.
+func (c *SkipLockedClaimer) claimable(ctx context.Context, queueName string, n int) error {
+	if n <= 0 {
+		return fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, n)
+	}
+	if err := dialect.ValidateQueue(queueName); err != nil {
+		return err
+	}
+	if err := c.check(ctx, "claim"); err != nil {
+		return err
+	}
+	if err := c.d.maybeRescue(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, queue.ErrNotMigrated) {
+		c.d.log.Warn("dbq: postgres: rescue of expired leases failed", "err", err)
+	}
+	return nil
+}
+
+// claimed finishes a claim from from that returned jobs or err: one that
+// found nothing past from looks again from the head, and the jobs are
+// recorded as held and sorted in claim order.
+func (c *SkipLockedClaimer) claimed(ctx context.Context, queueName string, n int, token int64, from *queue.Job,
+	jobs []*queue.Job, err error) ([]*queue.Job, error) {
 	if err == nil && len(jobs) == 0 && from != nil {
 		// Nothing past where the last claim began: look from the head.
 		from = nil
@@ -171,10 +189,6 @@ const maxClaimStarts = 1024
 // connection of the pool, under guard, and returns the jobs it claimed
 // with token.
 func (c *SkipLockedClaimer) claim(ctx context.Context, queueName string, n int, token int64, from *queue.Job) ([]*queue.Job, error) {
-	priority, runAt, fromID := headPriority, headRunAt, int64(0)
-	if from != nil {
-		priority, runAt, fromID = from.Priority, pgtype.Timestamptz{Time: from.RunAt, Valid: true}, from.ID
-	}
 	conn, err := c.d.pool.Acquire(ctx)
 	if err != nil {
 		return nil, interpret("claim", err)
@@ -185,28 +199,96 @@ func (c *SkipLockedClaimer) claim(ctx context.Context, queueName string, n int, 
 	}
 	gctx, done := guard(ctx, conn.Conn().PgConn())
 	defer done()
-	rows, err := conn.Query(gctx, c.d.stmts.claimSkipLocked, queueName, int64(n), token, c.d.leaseUS, priority, runAt, fromID)
+	rows, err := conn.Query(gctx, c.d.stmts.claimSkipLocked, c.claimArgs(queueName, n, token, from)...)
 	if err != nil {
 		return nil, failed(ctx, "claim", err)
 	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*queue.Job, error) {
-		var (
-			j         = queue.Job{State: queue.StateClaimed, Token: token}
-			lastError pgtype.Text
-			dedupe    pgtype.Text
-			attempt   int32
-			maxAtt    int32
-		)
-		err := r.Scan(&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &attempt, &maxAtt,
-			&j.ClaimedUntil, &lastError, &dedupe, &j.CreatedAt, &j.Kind)
-		j.Attempt, j.MaxAttempts = int(attempt), int(maxAtt)
-		j.LastError, j.DedupeKey = lastError.String, dedupe.String
-		return &j, err
-	})
+	jobs, err := readClaimed(rows, token)
 	if err != nil {
 		return nil, failed(ctx, "claim", err)
 	}
 	return jobs, nil
+}
+
+// claimArgs are claim_skiplocked.sql's arguments for a claim from a start
+// (nil: the head).
+func (c *SkipLockedClaimer) claimArgs(queueName string, n int, token int64, from *queue.Job) []any {
+	priority, runAt, fromID := headPriority, headRunAt, int64(0)
+	if from != nil {
+		priority, runAt, fromID = from.Priority, pgtype.Timestamptz{Time: from.RunAt, Valid: true}, from.ID
+	}
+	return []any{queueName, int64(n), token, c.d.leaseUS, priority, runAt, fromID}
+}
+
+// readClaimed reads the jobs claim_skiplocked.sql claimed with token.
+func readClaimed(rows pgx.Rows, token int64) ([]*queue.Job, error) {
+	r := &jobRow{j: queue.Job{State: queue.StateClaimed, Token: token}}
+	j := &r.j
+	return readJobs(rows, r, []any{&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &r.attempt, &r.maxAtt,
+		&j.ClaimedUntil, &r.lastError, &r.dedupe, &j.CreatedAt, &j.Kind})
+}
+
+// CompleteClaim completes p.Complete and claims up to p.N jobs of p.Queue
+// in one round trip (queue.CompleteClaimer): complete_skiplocked.sql and
+// claim_skiplocked.sql pipelined on one connection, each committed on its
+// own, so a failed claim leaves the completions done. Each part's outcome
+// is what Complete and Claim report. With a pool whose exec mode is not
+// pgx's default (cache_statement), it calls Complete and then Claim.
+func (c *SkipLockedClaimer) CompleteClaim(ctx context.Context, p queue.CompleteClaimParams) queue.CompleteClaimResult {
+	var res queue.CompleteClaimResult
+	if len(p.Complete) == 0 || c.d.pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+		res.CompleteErr = c.Complete(ctx, p.Complete)
+		res.Jobs, res.ClaimErr = c.Claim(ctx, p.Queue, p.N)
+		return res
+	}
+	if err := c.check(ctx, "complete"); err != nil {
+		res.CompleteErr = err
+		res.Jobs, res.ClaimErr = c.Claim(ctx, p.Queue, p.N)
+		return res
+	}
+	if err := c.claimable(ctx, p.Queue, p.N); err != nil {
+		res.CompleteErr, res.ClaimErr = c.Complete(ctx, p.Complete), err
+		return res
+	}
+	token := rand.Int64N(math.MaxInt64-1) + 1
+	from := c.from(p.Queue)
+	conn, err := c.d.pool.Acquire(ctx)
+	if err != nil {
+		err = interpret("claim", err)
+		res.CompleteErr, res.ClaimErr = err, err
+		return res
+	}
+	if c.closed.Load() {
+		conn.Release()
+		res.CompleteErr, res.ClaimErr = queue.ErrClosed, queue.ErrClosed
+		return res
+	}
+	ids, tokens := leaseArrays(p.Complete)
+	var done []int64
+	gctx, stop := guard(ctx, conn.Conn().PgConn())
+	errs := pipelined(gctx, conn.Conn(), []step{
+		{sql: c.d.stmts.completeSkipLocked, args: []any{ids, tokens}, read: func(rows pgx.Rows) (err error) {
+			done, err = readIDs(rows)
+			return err
+		}},
+		{sql: c.d.stmts.claimSkipLocked, args: c.claimArgs(p.Queue, p.N, token, from), read: func(rows pgx.Rows) (err error) {
+			res.Jobs, err = readClaimed(rows, token)
+			return err
+		}},
+	})
+	stop()
+	conn.Release()
+	if errs[0] != nil {
+		res.CompleteErr = failed(ctx, "complete", errs[0])
+	} else {
+		c.forget(p.Complete, done, false)
+		res.CompleteErr = queue.LostLeases(p.Complete, done)
+	}
+	if errs[1] != nil {
+		res.Jobs, errs[1] = nil, failed(ctx, "claim", errs[1])
+	}
+	res.Jobs, res.ClaimErr = c.claimed(ctx, p.Queue, p.N, token, from, res.Jobs, errs[1])
+	return res
 }
 
 // keep records the jobs a claim took as held, so that Close gives them
@@ -240,9 +322,12 @@ func (c *SkipLockedClaimer) keep(ctx context.Context, jobs []*queue.Job, token i
 // were found lost (keep false), or keeps those still current (keep true
 // for Extend).
 func (c *SkipLockedClaimer) forget(leases []queue.Lease, done []int64, keepDone bool) {
-	ok := make(map[int64]bool, len(done))
-	for _, id := range done {
-		ok[id] = true
+	var ok map[int64]bool
+	if keepDone {
+		ok = make(map[int64]bool, len(done))
+		for _, id := range done {
+			ok[id] = true
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

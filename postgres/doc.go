@@ -54,6 +54,16 @@
 // transaction, such as one pgx.Batch) would let another claimer lock the
 // job and pass its post-check before the change is visible.
 //
+// Both claimers are queue.CompleteClaimers: a Worker sends the completions
+// waiting when it claims with the claim, pipelined on one connection with
+// a Sync after each statement, so each commits on its own and a failed
+// claim leaves the completions done. SkipLocked then takes one round trip
+// per batch instead of two; Advisory two instead of four (the delete with
+// the walk, then the completed jobs' unlock with the post-check, once the
+// delete is known to have committed). Pipelining needs pgx's default exec
+// mode (cache_statement); in any other the claimers complete and claim in
+// separate calls.
+//
 // SkipLocked claims with one UPDATE … FROM (SELECT … FOR UPDATE SKIP
 // LOCKED) that marks the rows claimed with a lease and a random token, as
 // River and Oban do. It keeps no session state, so it works behind

@@ -78,6 +78,39 @@ type LockCheck interface {
 	LockCheckInterval() time.Duration
 }
 
+// CompleteClaimer is implemented by claimers that can complete a batch of
+// jobs and claim the next batch in one round trip to the database. A Worker
+// whose claimer has it sends the completions that are waiting when it
+// claims along with the claim; without it, or with none waiting, it calls
+// Complete and Claim as usual.
+//
+// CompleteClaim does what Complete(ctx, p.Complete) and then Claim(ctx,
+// p.Queue, p.N) would, and reports each part's outcome as that call would
+// have returned it. The completion part commits on its own, before the
+// claim part starts: a claim that fails leaves it done, and a completion
+// that fails does not stop the claim.
+type CompleteClaimer interface {
+	CompleteClaim(ctx context.Context, p CompleteClaimParams) CompleteClaimResult
+}
+
+// CompleteClaimParams is what one CompleteClaim does: complete the jobs
+// of Complete, then claim up to N jobs of Queue.
+type CompleteClaimParams struct {
+	Complete []Lease
+	Queue    string
+	N        int
+}
+
+// CompleteClaimResult is the outcome of a CompleteClaim: CompleteErr is
+// what Complete would have returned (nil, a *LeaseLostError naming the
+// leases that were not this holder's, or the error that kept the jobs
+// from being completed), and Jobs and ClaimErr what Claim would have.
+type CompleteClaimResult struct {
+	CompleteErr error
+	Jobs        []*Job
+	ClaimErr    error
+}
+
 // heartbeatInterval is how often a Worker calls c.Extend while it holds
 // jobs: a third of a lease, or a lock claimer's check interval; 0 when c
 // needs neither.

@@ -83,6 +83,10 @@
 //   - Nothing of the claimer's outlives a call on a connection the user can
 //     see: no session setting, lock or transaction; every wait for a pool
 //     connection or the server follows the ctx given.
+//   - Optionally, [CompleteClaimer]: complete a batch and claim the next in
+//     one round trip, the completion committed on its own before the
+//     claim, each part's outcome reported as Complete and Claim report it.
+//     Without it the Worker calls Complete and Claim.
 //   - Optional stores, found by type assertion: [Admin], [ScheduleStore]
 //     and [ActivityStore] (worker activity for dashboards: AddActivity is
 //     one statement per batch that adds to rows keyed by process, and the

@@ -74,7 +74,9 @@ type WorkerConfig struct {
 }
 
 // Worker claims jobs from one queue and runs them with a Handler on
-// Concurrency goroutines. Completions and failures are written in batches.
+// Concurrency goroutines. Completions and failures are written in batches;
+// when the claimer is a [CompleteClaimer], the completions that wait while
+// the Worker is about to claim go with its next claim, in one round trip.
 // For lease-based claimers it renews every held job's lease each third of
 // the lease; for lock-based ones ([LockCheck]) it checks the lock
 // connection each interval. It cancels the handler of a job whose claim was
@@ -171,6 +173,9 @@ type result struct {
 	err   error // the handler's
 	perm  bool
 	delay time.Duration
+	// written is set on a done result whose completion a claim already
+	// wrote (CompleteClaimer): the result writer only accounts for it.
+	written bool
 	// For Hooks only: the context JobStart returned and the run time.
 	ctx  context.Context
 	took time.Duration
@@ -262,6 +267,11 @@ type runState struct {
 	slots    chan struct{} // a token per free handler slot
 	results  chan result
 	flushed  chan struct{} // closed once complete wrote the last result
+	// With a CompleteClaimer, completed runs wait in pending for the next
+	// claim to write them, while the claim loop is claiming; the results
+	// they end as reach the result writer through handoffs.
+	pending  *pending // nil without a CompleteClaimer
+	handoffs chan handoff
 
 	// Handlers run on hardCtx, which outlives Run's ctx by ShutdownTimeout;
 	// result writes on writeCtx, which ends flushTimeout after that.
@@ -284,7 +294,11 @@ func (w *Worker) begin(ctx context.Context, claimer Claimer) *runState {
 		slots:    make(chan struct{}, w.cfg.Concurrency),
 		results:  make(chan result, w.cfg.Concurrency),
 		flushed:  make(chan struct{}),
+		handoffs: make(chan handoff),
 		abort:    make(chan struct{}),
+	}
+	if _, ok := claimer.(CompleteClaimer); ok {
+		r.pending = &pending{}
 	}
 	for range w.cfg.Concurrency {
 		r.slots <- struct{}{}
@@ -294,7 +308,7 @@ func (w *Worker) begin(ctx context.Context, claimer Claimer) *runState {
 	r.writeStop = writeStop
 	go func() {
 		defer close(r.flushed)
-		w.complete(writeCtx, claimer, r.results, r.inflight.settle)
+		w.complete(writeCtx, claimer, r.results, r.handoffs, r.inflight.settle)
 	}()
 	// Claims are renewed (or their connection checked) until the last
 	// handler returns, past ctx.
@@ -316,7 +330,11 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 	w := r.w
 	claimSlot := w.q.claimSlot(w.cfg.Queue)
 	backoff := time.Duration(0)
+	// Completions wait for a claim only while the loop is about to claim;
+	// before it waits for anything else they go to the result writer.
+	defer func() { r.handOver(handoff{results: r.pending.close()}) }()
 	for {
+		r.pending.open()
 		// Wait for a free slot, then for this queue's turn to claim
 		// (Config.ClaimConcurrency); slots freed meanwhile join the batch.
 		select {
@@ -341,12 +359,15 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 				break take
 			}
 		}
-		jobs, err := r.claim(ctx, free)
+		jobs, wrote, err := r.claim(ctx, free)
 		if claimSlot != nil {
 			<-claimSlot
 		}
 		for range free - len(jobs) {
 			r.slots <- struct{}{}
+		}
+		if err != nil {
+			r.handOver(wrote)
 		}
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -355,6 +376,7 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 			return err
 		case err != nil:
 			w.stats.claimErrors.Add(1)
+			r.handOver(handoff{results: r.pending.close()})
 			backoff = min(max(2*backoff, 100*time.Millisecond), 30*time.Second)
 			w.log.Warn("dbq: claim failed; retrying", "err", err, "in", backoff)
 			if !sleep(ctx, Jitter(backoff, 0.5)) {
@@ -367,9 +389,15 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 		for _, j := range jobs {
 			r.start(j)
 		}
+		// After the jobs are in flight, whose claims the heartbeat then
+		// renews: the result writer may keep this waiting.
+		r.handOver(wrote)
 		// A full batch suggests more are ready: claim again at once.
-		if len(jobs) < free && !w.idle(ctx, Jitter(w.cfg.PollInterval, 0.2), &wake) {
-			return nil
+		if len(jobs) < free {
+			r.handOver(handoff{results: r.pending.close()})
+			if !w.idle(ctx, Jitter(w.cfg.PollInterval, 0.2), &wake) {
+				return nil
+			}
 		}
 	}
 }
@@ -378,7 +406,12 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 // waiting for a pool connection would otherwise hold Run up): the contract
 // says a cancelled claim leaves no lock and no claim behind, and a lock
 // claimer keeps the locks of the jobs still running.
-func (r *runState) claim(ctx context.Context, n int) ([]*Job, error) {
+//
+// With a CompleteClaimer, the completions waiting in pending go with the
+// claim; their results are returned for the result writer (handOver),
+// marked written unless their write failed (it then writes them as any
+// other).
+func (r *runState) claim(ctx context.Context, n int) ([]*Job, handoff, error) {
 	w := r.w
 	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
 	defer cancel()
@@ -386,12 +419,115 @@ func (r *runState) claim(ctx context.Context, n int) ([]*Job, error) {
 	if w.hooks != nil {
 		began = time.Now()
 	}
-	jobs, err := r.claimer.Claim(cctx, w.cfg.Queue, n)
+	var (
+		jobs  []*Job
+		err   error
+		wrote handoff
+	)
+	if done := r.pending.take(); len(done) > 0 {
+		leases := make([]Lease, len(done))
+		for i := range done {
+			leases[i] = done[i].job.Lease()
+		}
+		res := r.claimer.(CompleteClaimer).CompleteClaim(cctx, CompleteClaimParams{Complete: leases, Queue: w.cfg.Queue, N: n})
+		jobs, err = res.Jobs, res.ClaimErr
+		wrote.results = done
+		var lost *LeaseLostError
+		switch {
+		case res.CompleteErr == nil:
+			wrote.written = true
+		case errors.As(res.CompleteErr, &lost):
+			wrote.written, wrote.lost = true, lost.IDs
+		default:
+			w.log.Debug("dbq: completing with a claim failed; writing the completions alone", "jobs", len(done), "err", res.CompleteErr)
+		}
+	} else {
+		jobs, err = r.claimer.Claim(cctx, w.cfg.Queue, n)
+	}
 	// A claim cut short by shutdown is neither a claim nor a failure.
 	if w.hooks != nil && (err == nil || ctx.Err() == nil) {
 		w.hooks.ClaimDone(w.cfg.Queue, n, len(jobs), time.Since(began), err)
 	}
-	return jobs, err
+	return jobs, wrote, err
+}
+
+// handOver gives results taken from pending to the result writer. It
+// waits for the writer, as a handler does.
+func (r *runState) handOver(h handoff) {
+	if len(h.results) == 0 {
+		return
+	}
+	for i := range h.results {
+		h.results[i].written = h.written
+	}
+	r.handoffs <- h
+}
+
+// handoff is results taken from pending, for the result writer: written
+// when a claim wrote their completions, with the ids among them whose
+// leases it found lost.
+type handoff struct {
+	results []result
+	written bool
+	lost    []int64
+}
+
+// pending holds completed runs while the claim loop is about to claim, for
+// that claim to write (CompleteClaimer). A nil *pending is never open.
+type pending struct {
+	mu      sync.Mutex
+	isOpen  bool
+	results []result
+}
+
+// open lets completed runs wait for the next claim.
+func (p *pending) open() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.isOpen = true
+	p.mu.Unlock()
+}
+
+// put keeps res for the next claim and reports true, or reports false
+// when no claim is coming soon: then res goes to the result writer.
+func (p *pending) put(res result) bool {
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.isOpen {
+		return false
+	}
+	p.results = append(p.results, res)
+	return true
+}
+
+// take returns the runs waiting for a claim; more may join for the next.
+func (p *pending) take() []result {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.results
+	p.results = nil
+	return out
+}
+
+// close stops runs from waiting for a claim and returns those waiting.
+func (p *pending) close() []result {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.isOpen = false
+	out := p.results
+	p.results = nil
+	return out
 }
 
 // start runs j's handler on a slot of its own and hands its result to the
@@ -405,7 +541,9 @@ func (r *runState) start(j *Job) {
 		res := r.w.run(jctx, j)
 		run.returned.Store(true)
 		cancel(nil)
-		r.results <- res
+		if res.out != done || !r.pending.put(res) {
+			r.results <- res
+		}
 		r.slots <- struct{}{}
 	}()
 }
@@ -627,7 +765,10 @@ func isSnooze(err error, delay *time.Duration) bool {
 // complete writes results in batches: whatever has arrived by the time the
 // previous batch is written goes in the next one. It counts each result
 // once its fate is known and reports it to the hooks.
-func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result, settled func([]*Job)) {
+//
+// Results a claim took (handoffs) are accounted for the same way; those
+// whose completion the claim wrote are not written again.
+func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result, handoffs <-chan handoff, settled func([]*Job)) {
 	const maxBatch = 500
 	var jobs []*Job // the batch's, to hand to settled
 	var act *workerActivity
@@ -642,8 +783,33 @@ func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result,
 		releases  []Lease
 		giveBack  []Lease
 	)
-	for first := range results {
-		batch = append(batch[:0], first)
+	for {
+		// What became of each write: its lost leases, or that it failed.
+		var (
+			lostIDs   map[int64]struct{}
+			unwritten [nOutcomes]bool
+		)
+		addLost := func(lost []int64) {
+			for _, id := range lost {
+				if lostIDs == nil {
+					lostIDs = make(map[int64]struct{}, len(lost))
+				}
+				lostIDs[id] = struct{}{}
+			}
+		}
+		select {
+		case first, ok := <-results:
+			if !ok {
+				return
+			}
+			batch = append(batch[:0], first)
+		case h := <-handoffs:
+			batch = append(batch[:0], h.results...)
+			if len(h.lost) > 0 {
+				w.leasesLost("complete", h.lost)
+				addLost(h.lost)
+			}
+		}
 	drain:
 		for len(batch) < maxBatch {
 			select {
@@ -662,7 +828,9 @@ func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result,
 			r := &batch[i]
 			switch r.out {
 			case done:
-				completes = append(completes, r.job.Lease())
+				if !r.written {
+					completes = append(completes, r.job.Lease())
+				}
 			case failed:
 				retries = append(retries, RetryParams{Lease: r.job.Lease(), Delay: r.delay, Error: r.err.Error(), Dead: r.perm})
 			case snoozed:
@@ -682,23 +850,13 @@ func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result,
 			_ = c.Release(gctx, giveBack)
 			cancel()
 		}
-		// What became of each write: its lost leases, or that it failed.
-		var (
-			lostIDs   map[int64]struct{}
-			unwritten [nOutcomes]bool
-		)
 		write := func(out outcome, what string, n int, fn func(context.Context) error) {
 			if n == 0 {
 				return
 			}
 			lost, err := w.write(ctx, what, fn, n)
 			unwritten[out] = err != nil
-			for _, id := range lost {
-				if lostIDs == nil {
-					lostIDs = make(map[int64]struct{}, len(lost))
-				}
-				lostIDs[id] = struct{}{}
-			}
+			addLost(lost)
 		}
 		write(done, "complete", len(completes), func(ctx context.Context) error { return c.Complete(ctx, completes) })
 		write(failed, "retry", len(retries), func(ctx context.Context) error { return c.Retry(ctx, retries) })
@@ -712,7 +870,7 @@ func (w *Worker) complete(ctx context.Context, c Claimer, results <-chan result,
 		for i := range batch {
 			r := &batch[i]
 			_, wasLost := lostIDs[r.job.ID]
-			o := w.settle(r, wasLost, unwritten[r.out])
+			o := w.settle(r, wasLost, unwritten[r.out] && !r.written)
 			if act != nil {
 				act.count(r.job.Kind, o)
 			}
@@ -772,10 +930,7 @@ func (w *Worker) write(ctx context.Context, what string, fn func(context.Context
 		}
 		var lost *LeaseLostError
 		if errors.As(err, &lost) {
-			w.log.Warn("dbq: leases lost", "op", what, "ids", lost.IDs)
-			if w.hooks != nil {
-				w.hooks.LeasesLost(w.cfg.Queue, lost.IDs)
-			}
+			w.leasesLost(what, lost.IDs)
 			return lost.IDs, nil
 		}
 		if errors.Is(err, ErrClosed) || errors.Is(err, ErrNotMigrated) || errors.Is(err, ErrUnsupportedServer) ||
@@ -786,6 +941,14 @@ func (w *Worker) write(ctx context.Context, what string, fn func(context.Context
 	}
 	w.log.Error("dbq: could not record results; the jobs will run again", "op", what, "jobs", n, "err", err)
 	return nil, err
+}
+
+// leasesLost reports the ids whose leases a write (op) found lost.
+func (w *Worker) leasesLost(op string, ids []int64) {
+	w.log.Warn("dbq: leases lost", "op", op, "ids", ids)
+	if w.hooks != nil {
+		w.hooks.LeasesLost(w.cfg.Queue, ids)
+	}
 }
 
 // leasesOf returns the leases of ls whose ids are in ids.

@@ -1,6 +1,8 @@
--- Completes advisory-held jobs: deletes them. Run alone, so that it has
--- committed before unlock.sql releases their locks: unlocking first would
--- let another claimer lock a job whose delete its post-check cannot see yet.
+-- Completes advisory-held jobs: deletes them. Run alone (in CompleteClaim,
+-- pipelined with the claim's walk, but in an implicit transaction of its
+-- own), so that it has committed before unlock.sql releases their locks:
+-- unlocking first would let another claimer lock a job whose delete its
+-- post-check cannot see yet.
 -- The ids join on the primary key, and the state test is written as a
 -- CASE so that no partial index (claim, lease, dead: each is "WHERE state
 -- = ...") can serve the statement: with "state = 'ready'" and no
