@@ -52,9 +52,8 @@ type AdvisoryClaimer struct {
 }
 
 var (
-	_ queue.Claimer         = (*AdvisoryClaimer)(nil)
-	_ queue.LockCheck       = (*AdvisoryClaimer)(nil)
-	_ queue.CompleteClaimer = (*AdvisoryClaimer)(nil)
+	_ queue.Claimer   = (*AdvisoryClaimer)(nil)
+	_ queue.LockCheck = (*AdvisoryClaimer)(nil)
 )
 
 // cursor is where a queue's next walk starts when other sessions hold its
@@ -335,17 +334,13 @@ func (c *AdvisoryClaimer) Claim(ctx context.Context, queueName string, n int) ([
 	if err != nil {
 		return nil, err
 	}
-	return c.claimLocked(ctx, queueName, locked, nil)
+	return c.claimLocked(ctx, queueName, locked)
 }
 
 // claimLocked ends a claim whose walk locked rows: it runs the post-check,
-// lets go of the rows that fail it and returns the jobs. done holds the
-// locks of jobs whose completion has committed (CompleteClaim): they are
-// released in the post-check's round trip, or on their own when there is
-// none. c.mu is held.
-func (c *AdvisoryClaimer) claimLocked(ctx context.Context, queueName string, locked []lockedRow, done []lockKey) ([]*queue.Job, error) {
+// lets go of the rows that fail it and returns the jobs. c.mu is held.
+func (c *AdvisoryClaimer) claimLocked(ctx context.Context, queueName string, locked []lockedRow) ([]*queue.Job, error) {
 	if len(locked) == 0 {
-		c.unlockKeys(done)
 		return nil, nil
 	}
 	for _, l := range locked {
@@ -354,20 +349,17 @@ func (c *AdvisoryClaimer) claimLocked(ctx context.Context, queueName string, loc
 	var (
 		jobs  []*queue.Job
 		err   error
-		sweep bool // whether done's unlock failed: a sweep releases what it left
+		sweep bool // whether an unlock failed: a sweep releases what it left
 	)
 	if c.postCheck {
 		if ctx.Err() != nil {
-			c.settle() // which releases done too: they are not held
+			c.settle()
 			return nil, ctxErr("claim", ctx)
 		}
-		var unlockErr error
-		jobs, unlockErr, err = c.check(ctx, locked, done)
-		if err != nil {
+		if jobs, err = c.check(ctx, locked); err != nil {
 			c.settle()
 			return nil, err
 		}
-		sweep, done = unlockErr != nil, nil
 	} else {
 		jobs = make([]*queue.Job, len(locked))
 		for i, l := range locked {
@@ -387,9 +379,6 @@ func (c *AdvisoryClaimer) claimLocked(ctx context.Context, queueName string, loc
 		}
 	}
 	c.dropped.Add(int64(len(nss)))
-	for _, k := range done {
-		nss, ks = append(nss, k.ns), append(ks, k.k)
-	}
 	if len(nss) > 0 {
 		if err := c.unlock(nss, ks); err != nil {
 			sweep = true
@@ -423,7 +412,7 @@ func (c *AdvisoryClaimer) lockConnected(ctx context.Context, queueName string, n
 			}
 		}
 		held := len(c.held)
-		locked, err := c.lock(ctx, queueName, n, nil)
+		locked, err := c.lock(ctx, queueName, n)
 		if err == nil {
 			return locked, nil
 		}
@@ -462,10 +451,7 @@ type lockedRow struct {
 // the resume point: a queue its workers keep nearly empty would otherwise
 // walk every dead entry on nearly every claim.
 // Lower priority numbers are read from their start in every walk.
-//
-// first, when not nil, runs the first walk, given claim_advisory.sql's
-// arguments, in place of walk (CompleteClaim sends it with a completion).
-func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int, first func(args []any) ([]lockedRow, error)) ([]lockedRow, error) {
+func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]lockedRow, error) {
 	heldIDs := make([]int64, 0, len(c.held))
 	for id := range c.held {
 		heldIDs = append(heldIDs, id)
@@ -491,16 +477,7 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int, fir
 			priority, runAt, id = from.Priority, pgtype.Timestamptz{Time: from.RunAt, Valid: true}, from.ID
 		}
 		start := time.Now()
-		var (
-			locked []lockedRow
-			err    error
-		)
-		if first != nil {
-			locked, err = first(c.walkArgs(queueName, heldIDs, n, priority, runAt, id))
-			first = nil
-		} else {
-			locked, err = c.walk(ctx, queueName, heldIDs, n, priority, runAt, id)
-		}
+		locked, err := c.walk(ctx, queueName, heldIDs, n, priority, runAt, id)
 		if err != nil {
 			return nil, err
 		}
@@ -549,57 +526,23 @@ func (c *AdvisoryClaimer) walkArgs(queueName string, heldIDs []int64, n int, pri
 }
 
 // check runs the post-check and returns the jobs still ready, read fresh.
-// Locks in unlock (of jobs no longer held) are released in the same round
-// trip, before it; unlockErr says that failed. c.mu is held.
-func (c *AdvisoryClaimer) check(ctx context.Context, locked []lockedRow, unlock []lockKey) (jobs []*queue.Job, unlockErr, err error) {
+// c.mu is held.
+func (c *AdvisoryClaimer) check(ctx context.Context, locked []lockedRow) ([]*queue.Job, error) {
 	ids := make([]int64, len(locked))
 	for i, l := range locked {
 		ids[i] = l.ID
 	}
 	gctx, done := guard(ctx, c.conn.Conn().PgConn())
 	defer done()
-	if len(unlock) > 0 {
-		nss, ks := splitKeys(unlock)
-		errs := pipelined(gctx, c.conn.Conn(), []step{
-			{sql: c.d.stmts.unlock, args: []any{nss, ks, c.mark}},
-			{sql: c.d.stmts.postcheck, args: []any{ids, c.mark}, read: func(rows pgx.Rows) (err error) {
-				jobs, err = readChecked(rows)
-				return err
-			}},
-		})
-		if errs[1] != nil {
-			return nil, errs[0], failed(ctx, "claim post-check", errs[1])
-		}
-		return jobs, errs[0], nil
-	}
 	rows, err := c.conn.Query(gctx, c.d.stmts.postcheck, ids, c.mark)
 	if err != nil {
-		return nil, nil, failed(ctx, "claim post-check", err)
+		return nil, failed(ctx, "claim post-check", err)
 	}
-	if jobs, err = readChecked(rows); err != nil {
-		return nil, nil, failed(ctx, "claim post-check", err)
+	jobs, err := readChecked(rows)
+	if err != nil {
+		return nil, failed(ctx, "claim post-check", err)
 	}
-	return jobs, nil, nil
-}
-
-// splitKeys returns the namespaces and keys of ks, for unlock.sql.
-func splitKeys(ks []lockKey) (nss, keys []int32) {
-	nss, keys = make([]int32, len(ks)), make([]int32, len(ks))
-	for i, k := range ks {
-		nss[i], keys[i] = k.ns, k.k
-	}
-	return nss, keys
-}
-
-// unlockKeys releases locks of jobs no longer held, sweeping up when that
-// fails. c.mu is held.
-func (c *AdvisoryClaimer) unlockKeys(ks []lockKey) {
-	if len(ks) == 0 {
-		return
-	}
-	if err := c.unlock(splitKeys(ks)); err != nil {
-		c.settle()
-	}
+	return jobs, nil
 }
 
 // readChecked reads the rows postcheck.sql returned.
@@ -706,77 +649,6 @@ func (c *AdvisoryClaimer) Complete(ctx context.Context, leases []queue.Lease) er
 	// The delete has committed: only now may the locks go (see claim).
 	c.release(valid)
 	return queue.LostLeases(leases, done)
-}
-
-// CompleteClaim completes p.Complete and claims up to p.N jobs of p.Queue
-// (queue.CompleteClaimer) in two round trips instead of four: the delete
-// (complete_advisory.sql) and the claim's walk pipelined, each committed
-// on its own, then the unlock of the completed jobs with the post-check.
-// The locks go only once the delete is known to have committed, as in
-// Complete; a failed claim leaves the completions done. Each part's
-// outcome is what Complete and Claim report. With a pool whose exec mode
-// is not pgx's default (cache_statement), it calls Complete and then
-// Claim.
-func (c *AdvisoryClaimer) CompleteClaim(ctx context.Context, p queue.CompleteClaimParams) queue.CompleteClaimResult {
-	var res queue.CompleteClaimResult
-	if len(p.Complete) == 0 || p.N <= 0 || dialect.ValidateQueue(p.Queue) != nil ||
-		c.d.pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
-		res.CompleteErr = c.Complete(ctx, p.Complete)
-		res.Jobs, res.ClaimErr = c.Claim(ctx, p.Queue, p.N)
-		return res
-	}
-	c.mu.Lock()
-	valid, err := c.start(ctx, "complete", p.Complete)
-	if err != nil || len(valid) == 0 {
-		c.mu.Unlock()
-		res.CompleteErr = cmp.Or(err, queue.LostLeases(p.Complete, nil))
-		res.Jobs, res.ClaimErr = c.Claim(ctx, p.Queue, p.N)
-		return res
-	}
-	defer c.mu.Unlock()
-	var done []lockKey // the completed jobs' locks, to release
-	locked, err := c.lock(ctx, p.Queue, min(p.N, math.MaxInt32), func(args []any) ([]lockedRow, error) {
-		var (
-			deleted []int64
-			locked  []lockedRow
-		)
-		gctx, stop := guard(ctx, c.conn.Conn().PgConn())
-		errs := pipelined(gctx, c.conn.Conn(), []step{
-			{sql: c.d.stmts.completeAdvisory, args: []any{valid, c.mark}, read: func(rows pgx.Rows) (err error) {
-				deleted, err = readIDs(rows)
-				return err
-			}},
-			{sql: c.d.stmts.claimAdvisory, args: args, read: func(rows pgx.Rows) (err error) {
-				locked, err = readLocked(rows)
-				return err
-			}},
-		})
-		stop()
-		switch {
-		case errs[0] == nil:
-			// The delete has committed: the locks may go (see Complete).
-			for _, id := range valid {
-				done = append(done, c.held[id])
-				delete(c.held, id)
-			}
-			res.CompleteErr = queue.LostLeases(p.Complete, deleted)
-		case c.broken():
-			res.CompleteErr = queue.LostLeases(p.Complete, nil)
-		default:
-			res.CompleteErr = failed(ctx, "complete", errs[0])
-		}
-		if errs[1] != nil {
-			return nil, failed(ctx, "claim", errs[1])
-		}
-		return locked, nil
-	})
-	if err != nil {
-		c.settle() // which releases the completed jobs' locks too: they are not held
-		res.ClaimErr = err
-		return res
-	}
-	res.Jobs, res.ClaimErr = c.claimLocked(ctx, p.Queue, locked, done)
-	return res
 }
 
 // Retry records the failures (retry_advisory.sql), then, once that has
