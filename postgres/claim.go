@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -244,15 +245,24 @@ type step struct {
 	sql  string
 	args []any
 	read func(pgx.Rows) error
+	// chained: the step shares the next step's implicit transaction (no
+	// Sync between them), so transaction-local settings it makes
+	// (set_config(…, true)) hold for that step and end with it, and a
+	// server error in either fails both. Only the last transaction of a
+	// pipeline may chain steps: after a chained step fails, pgconn reads
+	// the results of later transactions with the wrong statements'
+	// descriptions.
+	chained bool
 }
 
 // pipelined runs steps on conn in one round trip, each in an implicit
-// transaction of its own (a Sync follows each), so a step that fails undoes
-// none before it and stops none after it. It returns each step's error: nil
-// once the step's transaction is known to have committed; a step whose
-// outcome could not be read gets the error that cut the pipeline short.
-// Run under guard, so that a cancelled ctx stops the statement running
-// rather than the connection.
+// transaction of its own (a Sync follows each) unless chained to the next,
+// so a step that fails undoes none before its transaction and stops none
+// after it. It returns each step's error: nil once the step's transaction
+// is known to have committed; every step of a transaction that failed gets
+// the error, and a step whose outcome could not be read the error that cut
+// the pipeline short. Run under guard, so that a cancelled ctx stops the
+// statement running rather than the connection.
 //
 // The statements run prepared, as pgx's default exec mode runs them; a
 // statement is prepared on conn the first time it is used there. One that
@@ -266,6 +276,10 @@ func pipelined(ctx context.Context, conn *pgx.Conn, steps []step) []error {
 			}
 		}
 		return errs
+	}
+	if f := slices.IndexFunc(steps, func(s step) bool { return s.chained }); f >= 0 &&
+		slices.ContainsFunc(steps[f:len(steps)-1], func(s step) bool { return !s.chained }) {
+		return fill(0, errors.New("dbq: postgres: pipeline: only its last transaction may chain steps"))
 	}
 	sds := make([]*pgconn.StatementDescription, len(steps))
 	for i, s := range steps {
@@ -292,13 +306,17 @@ func pipelined(ctx context.Context, conn *pgx.Conn, steps []step) []error {
 			return fill(0, err)
 		}
 		p.SendQueryStatement(sds[i], eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
-		p.SendPipelineSync()
+		if !s.chained || i == len(steps)-1 {
+			p.SendPipelineSync()
+		}
 	}
 	if err := p.Flush(); err != nil {
 		_ = p.Close()
 		return fill(0, err)
 	}
-	for i, s := range steps {
+	first := 0 // the first step of the transaction being read
+	for i := 0; i < len(steps); i++ {
+		s := steps[i]
 		res, err := p.GetResults()
 		if err == nil {
 			rr, ok := res.(*pgconn.ResultReader)
@@ -313,14 +331,25 @@ func pipelined(ctx context.Context, conn *pgx.Conn, steps []step) []error {
 				err = cmp.Or(err, rows.Err())
 			}
 		}
-		errs[i] = err
-		// The Sync: the step's transaction ends here. An error reported in
-		// its place (a failed commit) leaves the Sync still to be read.
+		var pgErr *pgconn.PgError
+		if s.chained && i < len(steps)-1 && errors.As(err, &pgErr) {
+			// The server skips the rest of the transaction up to its Sync,
+			// and pgconn with it: every step of it failed.
+			for ; i < len(steps)-1 && steps[i].chained; i++ {
+				errs[i] = err
+			}
+			s = steps[i]
+		}
+		errs[i] = cmp.Or(errs[i], err)
+		if s.chained && i < len(steps)-1 {
+			continue // no Sync yet: the next step is in this transaction
+		}
+		// The Sync: the transaction ends here. An error reported in its
+		// place (a failed commit) leaves the Sync still to be read.
 		if _, serr := p.GetResults(); serr != nil {
-			var pgErr *pgconn.PgError
 			if !errors.As(serr, &pgErr) {
 				_ = p.Close()
-				return fill(i, serr)
+				return fill(first, serr)
 			}
 			errs[i] = cmp.Or(errs[i], serr)
 			if _, serr := p.GetResults(); serr != nil {
@@ -328,7 +357,23 @@ func pipelined(ctx context.Context, conn *pgx.Conn, steps []step) []error {
 				return fill(i+1, serr)
 			}
 		}
+		// A transaction that failed failed for every step in it.
+		if errs[i] != nil && errors.As(errs[i], &pgErr) {
+			for j := first; j < i; j++ {
+				errs[j] = cmp.Or(errs[j], errs[i])
+			}
+		}
+		first = i + 1
 	}
 	_ = p.Close() // every step's outcome is known by now
 	return errs
+}
+
+// cachesStatements reports whether the pool runs statements in pgx's
+// default exec mode (cache_statement), where statements are prepared on
+// their connection: then pipelines (pipelined) may prepare theirs too. In
+// any other mode (a transaction pooler without prepared statements) each
+// statement is sent alone.
+func (d *Driver) cachesStatements() bool {
+	return d.pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
 }

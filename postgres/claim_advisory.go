@@ -45,6 +45,9 @@ type AdvisoryClaimer struct {
 	// cursors says, per queue, where the next walk starts (see lock).
 	cursors map[string]*cursor
 
+	// prepared: a walk ran on conn, which has its statements prepared.
+	prepared bool
+
 	postCheck bool
 	dropped   atomic.Int64
 	skipped   atomic.Int64
@@ -67,21 +70,26 @@ type cursor struct {
 	// notHeadBefore spaces out the periodic walks from the head when they
 	// cost much (see headGap). Zero: no wait.
 	notHeadBefore time.Time
+	// resumed is what the last walk from a resume point took.
+	resumed time.Duration
 }
 
 // headGap is how long a claimer puts off its next walk from the head after
-// one that took took: nine times as long, so that head walks cost at most
-// a tenth of a busy claimer's time, up to maxHeadGap. A head walk reads
-// the claim index's entries of every job completed since vacuum last came
-// by — all of them while a long transaction holds the MVCC horizon, when
-// one walk can take a second — and a claimer that walked from the head on
-// every 16th claim of a backlog then spent most of its time there. Jobs
-// behind the resume point (given back by another claimer, due since) wait
-// up to the gap longer; a resumed walk that finds nothing still walks from
-// the head at once. Walks cheaper than cheapHeadWalk keep the count rule
-// alone.
-func headGap(took time.Duration) time.Duration {
-	if took < cheapHeadWalk {
+// one that took took, when the last walk from its resume point took
+// resumed: nine times as long, so that head walks cost at most a tenth of
+// a busy claimer's time, up to maxHeadGap. A head walk reads the claim
+// index's entries of every job completed since vacuum last came by — all
+// of them while a long transaction holds the MVCC horizon, when one walk
+// can take a second — and a claimer that walked from the head on every
+// 16th claim of a backlog then spent most of its time there. Jobs behind
+// the resume point (given back by another claimer, due since) wait up to
+// the gap longer; a resumed walk that finds nothing still walks from the
+// head at once. A head walk is dear only when it took at least
+// cheapHeadWalk and four times the resumed walk: a server or client slowed
+// down as a whole (load, a pause) slows both alike, and then the count
+// rule alone holds.
+func headGap(took, resumed time.Duration) time.Duration {
+	if took < cheapHeadWalk || took < 4*resumed {
 		return 0
 	}
 	return min(9*took, maxHeadGap)
@@ -155,6 +163,7 @@ func (c *AdvisoryClaimer) connect(ctx context.Context) error {
 		return interpret("acquire connection", err)
 	}
 	c.conn = conn
+	c.prepared = false
 	c.token = rand.Int64N(math.MaxInt64-1) + 1
 	c.mark = strconv.FormatInt(c.token, 36)
 	c.held = map[int64]lockKey{}
@@ -476,13 +485,20 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 		if from != nil {
 			priority, runAt, id = from.Priority, pgtype.Timestamptz{Time: from.RunAt, Valid: true}, from.ID
 		}
-		start := time.Now()
+		start, prepared := time.Now(), c.prepared
 		locked, err := c.walk(ctx, queueName, heldIDs, n, priority, runAt, id)
 		if err != nil {
 			return nil, err
 		}
-		if from == nil {
-			cur.notHeadBefore = time.Now().Add(headGap(time.Since(start)))
+		// The first walk on a connection prepares its statements: its time
+		// says nothing of the walk's.
+		c.prepared = true
+		switch took := time.Since(start); {
+		case !prepared:
+		case from == nil:
+			cur.notHeadBefore = time.Now().Add(headGap(took, cur.resumed))
+		default:
+			cur.resumed = took
 		}
 		if len(locked) > 0 {
 			c.skipped.Add(int64(locked[len(locked)-1].Skipped))
@@ -504,17 +520,24 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 	}
 }
 
-// walk runs claim_advisory.sql from (priority, runAt, id). c.mu is held.
+// walk runs claim_advisory.sql from (priority, runAt, id), in one round
+// trip with claim_plan.sql before it in the same implicit transaction: the
+// planner settings that keep the walk on the claim index, whatever the
+// table's statistics, and its plan cached (claim_plan.sql says why). c.mu
+// is held.
 func (c *AdvisoryClaimer) walk(ctx context.Context, queueName string, heldIDs []int64, n int,
 	priority int16, runAt pgtype.Timestamptz, id int64) ([]lockedRow, error) {
 	gctx, done := guard(ctx, c.conn.Conn().PgConn())
 	defer done()
-	rows, err := c.conn.Query(gctx, c.d.stmts.claimAdvisory, c.walkArgs(queueName, heldIDs, n, priority, runAt, id)...)
-	if err != nil {
-		return nil, failed(ctx, "claim", err)
-	}
-	locked, err := readLocked(rows)
-	if err != nil {
+	var locked []lockedRow
+	errs := pipelined(gctx, c.conn.Conn(), []step{
+		{sql: c.d.stmts.claimPlan, chained: true},
+		{sql: c.d.stmts.claimAdvisory, args: c.walkArgs(queueName, heldIDs, n, priority, runAt, id), read: func(rows pgx.Rows) (err error) {
+			locked, err = readLocked(rows)
+			return err
+		}},
+	})
+	if err := cmp.Or(errs...); err != nil {
 		return nil, failed(ctx, "claim", err)
 	}
 	return locked, nil

@@ -365,11 +365,15 @@ func jobIDs(jobs []*queue.Job) []int64 {
 // long, a claimer puts off its next periodic head walk (headGap): jobs
 // given back behind its resume point wait out the gap, then are claimed.
 func TestAdvisoryDearHeadWalkWaits(t *testing.T) {
-	for _, c := range []struct{ took, want time.Duration }{
-		{time.Millisecond, 0}, {100 * time.Millisecond, 900 * time.Millisecond}, {2 * time.Second, maxHeadGap},
+	for _, c := range []struct{ took, resumed, want time.Duration }{
+		{time.Millisecond, 0, 0},
+		{100 * time.Millisecond, 0, 900 * time.Millisecond},
+		{100 * time.Millisecond, 20 * time.Millisecond, 900 * time.Millisecond},
+		{100 * time.Millisecond, 30 * time.Millisecond, 0}, // everything is slow, not the head walk
+		{2 * time.Second, time.Millisecond, maxHeadGap},
 	} {
-		if got := headGap(c.took); got != c.want {
-			t.Errorf("headGap(%v) = %v, want %v", c.took, got, c.want)
+		if got := headGap(c.took, c.resumed); got != c.want {
+			t.Errorf("headGap(%v, %v) = %v, want %v", c.took, c.resumed, got, c.want)
 		}
 	}
 	q := newQueue(t, Config{}, true)
@@ -377,6 +381,10 @@ func TestAdvisoryDearHeadWalkWaits(t *testing.T) {
 	ids := enqueueN(t, q, "h", 60)
 	b, c := advisoryClaimer(t, q), advisoryClaimer(t, q)
 	front := claim(t, b, "h", 2)
+	// c's first walk prepares its statements, and is not timed.
+	if got := claim(t, c, "other", 1); len(got) != 0 {
+		t.Fatalf("claimed %v from an empty queue", jobIDs(got))
+	}
 	// Every head walk counts as dear from here on.
 	old := cheapHeadWalk
 	cheapHeadWalk = -1

@@ -3,6 +3,7 @@ package postgres
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -183,4 +184,127 @@ func (n planNode) claimIndexBlocks() int {
 		total += c.claimIndexBlocks()
 	}
 	return total
+}
+
+// TestAdvisoryWalkKeepsToClaimIndex: the advisory walk reads the claim
+// index in order and stops at its LIMIT even on a table whose statistics
+// make a sequential scan and a sort of the whole backlog look cheaper — a
+// backlog spread over a bloated table, as a long transaction holding the
+// MVCC horizon leaves it. Planned with PostgreSQL's defaults the walk would
+// read and sort every ready job on every claim; claim_plan.sql, run before
+// it in the same transaction, keeps it on the index.
+func TestAdvisoryWalkKeepsToClaimIndex(t *testing.T) {
+	q := newQueue(t, Config{}, true)
+	d := driverOf(t, q)
+	ctx := testCtx(t)
+	table := d.stmts.table
+	// 300,000 rows whose claim order (run_at) has nothing to do with where
+	// they lie in the heap; nine in ten deleted and vacuumed away, so that
+	// 30,000 ready jobs are spread over the pages of 300,000.
+	// pg_stat_force_next_flush makes the server count the setup's scans
+	// before it answers, so that they are not counted as the claimer's.
+	setup, err := d.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		`INSERT INTO ` + table + ` (queue, payload, run_at, created_at)
+		 SELECT 'w', '', now() - interval '1 hour' + i * interval '10 ms', now()
+		 FROM generate_series(1, 300000) i ORDER BY random()`,
+		`DELETE FROM ` + table + ` WHERE id % 10 <> 0`,
+		`VACUUM ANALYZE ` + table,
+		`SELECT pg_stat_force_next_flush()`,
+	} {
+		if _, err := setup.Exec(ctx, s); err != nil {
+			setup.Release()
+			t.Fatal(err)
+		}
+	}
+	setup.Release()
+	args := []any{"w", []int64{}, int32(100), headPriority, headRunAt, int64(0), "plan"}
+	explain := func(settings bool) []string {
+		conn, err := d.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		tx, err := conn.Begin(ctx) // EXPLAIN without ANALYZE: no lock is taken
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, "SELECT set_config('dbq.claimer', 'plan', true)"); err != nil {
+			t.Fatal(err)
+		}
+		if settings {
+			if _, err := tx.Exec(ctx, d.stmts.claimPlan); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var plan string
+		if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+d.stmts.claimAdvisory, args...).Scan(&plan); err != nil {
+			t.Fatal(err)
+		}
+		var doc []struct {
+			Plan explainNode `json:"Plan"`
+		}
+		if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
+			t.Fatalf("plan %q: %v", plan, err)
+		}
+		return doc[0].Plan.jobsScans(nil)
+	}
+	if scans := explain(false); !slices.Contains(scans, "Seq Scan") {
+		t.Fatalf("planned with the defaults, the walk already keeps to the index (%v): this table does not show the plan the test guards against, so it proves nothing", scans)
+	}
+	if scans := explain(true); slices.Contains(scans, "Seq Scan") || slices.Contains(scans, "Sort") {
+		t.Fatalf("with claim_plan.sql the walk still scans the table or sorts: %v", scans)
+	}
+
+	// The claimer's own walks: the table's scan counters, flushed by the
+	// claimer's session before it answers pg_stat_force_next_flush, must
+	// show index scans and no sequential scan.
+	c := advisoryClaimer(t, q)
+	counts := func() (seq, idx int64) {
+		if _, err := c.conn.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.pool.QueryRow(ctx, `SELECT coalesce(seq_scan, 0), coalesce(idx_scan, 0)
+			FROM pg_stat_user_tables WHERE relid = $1::regclass`, table).Scan(&seq, &idx); err != nil {
+			t.Fatal(err)
+		}
+		return seq, idx
+	}
+	seq0, idx0 := counts()
+	for range 8 {
+		jobs, err := c.Claim(ctx, "w", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) != 100 {
+			t.Fatalf("claimed %d jobs, want 100", len(jobs))
+		}
+	}
+	seq, idx := counts()
+	if seq != seq0 || idx == idx0 {
+		t.Fatalf("the claimer's 8 claims scanned the jobs table %d times and its indexes %d times; want no table scan", seq-seq0, idx-idx0)
+	}
+	t.Logf("%d index scans, no sequential scan", idx-idx0)
+}
+
+// explainNode is a node of EXPLAIN (FORMAT JSON) without ANALYZE.
+type explainNode struct {
+	Type     string        `json:"Node Type"`
+	Relation string        `json:"Relation Name"`
+	Plans    []explainNode `json:"Plans"`
+}
+
+// jobsScans lists the plan's sorts and its scans of the jobs table.
+func (n explainNode) jobsScans(out []string) []string {
+	if n.Type == "Sort" || strings.HasSuffix(n.Relation, "jobs") {
+		out = append(out, n.Type)
+	}
+	for _, c := range n.Plans {
+		out = c.jobsScans(out)
+	}
+	return out
 }

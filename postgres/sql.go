@@ -27,6 +27,7 @@ type statements struct {
 
 	// Advisory strategy.
 	claimAdvisory, postcheck, completeAdvisory, retryAdvisory string
+	claimPlan                                                 string // planner settings for the walk (claim_plan.sql)
 	unlock, unlockAll, heldLocks, session                     string
 
 	// SKIP LOCKED strategy.
@@ -112,6 +113,7 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"backend_pid":         &s.backendPID,
 		"listen":              &s.listen,
 		"claim_advisory":      &s.claimAdvisory,
+		"claim_plan":          &s.claimPlan,
 		"postcheck":           &s.postcheck,
 		"complete_advisory":   &s.completeAdvisory,
 		"retry_advisory":      &s.retryAdvisory,
