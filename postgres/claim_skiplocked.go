@@ -199,15 +199,36 @@ func (c *SkipLockedClaimer) claim(ctx context.Context, queueName string, n int, 
 	}
 	gctx, done := guard(ctx, conn.Conn().PgConn())
 	defer done()
-	rows, err := conn.Query(gctx, c.d.stmts.claimSkipLocked, c.claimArgs(queueName, n, token, from)...)
-	if err != nil {
-		return nil, failed(ctx, "claim", err)
+	if !c.d.cachesStatements() {
+		rows, err := conn.Query(gctx, c.d.stmts.claimSkipLocked, c.claimArgs(queueName, n, token, from)...)
+		if err != nil {
+			return nil, failed(ctx, "claim", err)
+		}
+		jobs, err := readClaimed(rows, token)
+		if err != nil {
+			return nil, failed(ctx, "claim", err)
+		}
+		return jobs, nil
 	}
-	jobs, err := readClaimed(rows, token)
-	if err != nil {
+	var jobs []*queue.Job
+	errs := pipelined(gctx, conn.Conn(), c.claimSteps(queueName, n, token, from, &jobs))
+	if err := cmp.Or(errs...); err != nil {
 		return nil, failed(ctx, "claim", err)
 	}
 	return jobs, nil
+}
+
+// claimSteps are the steps of a pipeline that claim: claim_plan.sql's
+// planner settings, then claim_skiplocked.sql in the same transaction,
+// its jobs read into jobs.
+func (c *SkipLockedClaimer) claimSteps(queueName string, n int, token int64, from *queue.Job, jobs *[]*queue.Job) []step {
+	return []step{
+		{sql: c.d.stmts.claimPlan, chained: true},
+		{sql: c.d.stmts.claimSkipLocked, args: c.claimArgs(queueName, n, token, from), read: func(rows pgx.Rows) (err error) {
+			*jobs, err = readClaimed(rows, token)
+			return err
+		}},
+	}
 }
 
 // claimArgs are claim_skiplocked.sql's arguments for a claim from a start
@@ -236,7 +257,7 @@ func readClaimed(rows pgx.Rows, token int64) ([]*queue.Job, error) {
 // pgx's default (cache_statement), it calls Complete and then Claim.
 func (c *SkipLockedClaimer) CompleteClaim(ctx context.Context, p queue.CompleteClaimParams) queue.CompleteClaimResult {
 	var res queue.CompleteClaimResult
-	if len(p.Complete) == 0 || c.d.pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+	if len(p.Complete) == 0 || !c.d.cachesStatements() {
 		res.CompleteErr = c.Complete(ctx, p.Complete)
 		res.Jobs, res.ClaimErr = c.Claim(ctx, p.Queue, p.N)
 		return res
@@ -266,18 +287,15 @@ func (c *SkipLockedClaimer) CompleteClaim(ctx context.Context, p queue.CompleteC
 	ids, tokens := leaseArrays(p.Complete)
 	var done []int64
 	gctx, stop := guard(ctx, conn.Conn().PgConn())
-	errs := pipelined(gctx, conn.Conn(), []step{
+	errs := pipelined(gctx, conn.Conn(), append([]step{
 		{sql: c.d.stmts.completeSkipLocked, args: []any{ids, tokens}, read: func(rows pgx.Rows) (err error) {
 			done, err = readIDs(rows)
 			return err
 		}},
-		{sql: c.d.stmts.claimSkipLocked, args: c.claimArgs(p.Queue, p.N, token, from), read: func(rows pgx.Rows) (err error) {
-			res.Jobs, err = readClaimed(rows, token)
-			return err
-		}},
-	})
+	}, c.claimSteps(p.Queue, p.N, token, from, &res.Jobs)...))
 	stop()
 	conn.Release()
+	errs[1] = cmp.Or(errs[1], errs[2]) // the claim's transaction
 	if errs[0] != nil {
 		res.CompleteErr = failed(ctx, "complete", errs[0])
 	} else {
