@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -178,6 +177,33 @@ func readJobs(rows pgx.Rows, r *jobRow, dest []any) ([]*queue.Job, error) {
 	return out, nil
 }
 
+// planned are the steps that run sql after plan.sql, in one implicit
+// transaction: the planner settings that keep dbq's hot statements on
+// their indexes and their plans cached (plan.sql says why).
+func (d *Driver) planned(sql string, args []any, read func(pgx.Rows) error) []step {
+	return []step{{sql: d.stmts.plan, chained: true}, {sql: sql, args: args, read: read}}
+}
+
+// plannedIDs runs a statement returning ids on conn under guard, after
+// plan.sql in one round trip when prepared (the connection prepares
+// statements), and alone otherwise.
+func (d *Driver) plannedIDs(ctx context.Context, conn *pgx.Conn, prepared bool, sql string, args ...any) ([]int64, error) {
+	if !prepared {
+		return guardedIDs(ctx, conn, sql, args...)
+	}
+	gctx, done := guard(ctx, conn.PgConn())
+	defer done()
+	var ids []int64
+	errs := pipelined(gctx, conn, d.planned(sql, args, func(rows pgx.Rows) (err error) {
+		ids, err = readIDs(rows)
+		return err
+	}))
+	if err := cmp.Or(errs...); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
 // guardedIDs runs queryIDs on conn under guard.
 func guardedIDs(ctx context.Context, conn *pgx.Conn, sql string, args ...any) ([]int64, error) {
 	gctx, done := guard(ctx, conn.PgConn())
@@ -248,10 +274,7 @@ type step struct {
 	// chained: the step shares the next step's implicit transaction (no
 	// Sync between them), so transaction-local settings it makes
 	// (set_config(…, true)) hold for that step and end with it, and a
-	// server error in either fails both. Only the last transaction of a
-	// pipeline may chain steps: after a chained step fails, pgconn reads
-	// the results of later transactions with the wrong statements'
-	// descriptions.
+	// server error in either fails both.
 	chained bool
 }
 
@@ -277,10 +300,6 @@ func pipelined(ctx context.Context, conn *pgx.Conn, steps []step) []error {
 		}
 		return errs
 	}
-	if f := slices.IndexFunc(steps, func(s step) bool { return s.chained }); f >= 0 &&
-		slices.ContainsFunc(steps[f:len(steps)-1], func(s step) bool { return !s.chained }) {
-		return fill(0, errors.New("dbq: postgres: pipeline: only its last transaction may chain steps"))
-	}
 	sds := make([]*pgconn.StatementDescription, len(steps))
 	for i, s := range steps {
 		sd, err := conn.Prepare(ctx, s.sql, s.sql)
@@ -305,7 +324,11 @@ func pipelined(ctx context.Context, conn *pgx.Conn, steps []step) []error {
 			_ = p.Close()
 			return fill(0, err)
 		}
-		p.SendQueryStatement(sds[i], eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
+		// Described by the server at each run (SendQueryPrepared), not from
+		// pgconn's queue of descriptions: that queue keeps the description
+		// of a step the server skipped after an error in its transaction,
+		// and would read every later step's rows with the one before.
+		p.SendQueryPrepared(sds[i].Name, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
 		if !s.chained || i == len(steps)-1 {
 			p.SendPipelineSync()
 		}

@@ -521,22 +521,20 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 }
 
 // walk runs claim_advisory.sql from (priority, runAt, id), in one round
-// trip with claim_plan.sql before it in the same implicit transaction: the
+// trip with plan.sql before it in the same implicit transaction: the
 // planner settings that keep the walk on the claim index, whatever the
-// table's statistics, and its plan cached (claim_plan.sql says why). c.mu
+// table's statistics, and its plan cached (plan.sql says why). c.mu
 // is held.
 func (c *AdvisoryClaimer) walk(ctx context.Context, queueName string, heldIDs []int64, n int,
 	priority int16, runAt pgtype.Timestamptz, id int64) ([]lockedRow, error) {
 	gctx, done := guard(ctx, c.conn.Conn().PgConn())
 	defer done()
 	var locked []lockedRow
-	errs := pipelined(gctx, c.conn.Conn(), []step{
-		{sql: c.d.stmts.claimPlan, chained: true},
-		{sql: c.d.stmts.claimAdvisory, args: c.walkArgs(queueName, heldIDs, n, priority, runAt, id), read: func(rows pgx.Rows) (err error) {
+	errs := pipelined(gctx, c.conn.Conn(), c.d.planned(c.d.stmts.claimAdvisory, c.walkArgs(queueName, heldIDs, n, priority, runAt, id),
+		func(rows pgx.Rows) (err error) {
 			locked, err = readLocked(rows)
 			return err
-		}},
-	})
+		}))
 	if err := cmp.Or(errs...); err != nil {
 		return nil, failed(ctx, "claim", err)
 	}
@@ -557,12 +555,12 @@ func (c *AdvisoryClaimer) check(ctx context.Context, locked []lockedRow) ([]*que
 	}
 	gctx, done := guard(ctx, c.conn.Conn().PgConn())
 	defer done()
-	rows, err := c.conn.Query(gctx, c.d.stmts.postcheck, ids, c.mark)
-	if err != nil {
-		return nil, failed(ctx, "claim post-check", err)
-	}
-	jobs, err := readChecked(rows)
-	if err != nil {
+	var jobs []*queue.Job
+	errs := pipelined(gctx, c.conn.Conn(), c.d.planned(c.d.stmts.postcheck, []any{ids, c.mark}, func(rows pgx.Rows) (err error) {
+		jobs, err = readChecked(rows)
+		return err
+	}))
+	if err := cmp.Or(errs...); err != nil {
 		return nil, failed(ctx, "claim post-check", err)
 	}
 	return jobs, nil
@@ -662,7 +660,7 @@ func (c *AdvisoryClaimer) Complete(ctx context.Context, leases []queue.Lease) er
 	if err != nil || len(valid) == 0 {
 		return cmp.Or(err, queue.LostLeases(leases, nil))
 	}
-	done, err := guardedIDs(ctx, c.conn.Conn(), c.d.stmts.completeAdvisory, valid, c.mark)
+	done, err := c.d.plannedIDs(ctx, c.conn.Conn(), true, c.d.stmts.completeAdvisory, valid, c.mark)
 	if err != nil {
 		if c.broken() {
 			return queue.LostLeases(leases, nil)
@@ -708,7 +706,7 @@ func (c *AdvisoryClaimer) Retry(ctx context.Context, retries []queue.RetryParams
 			snooze = append(snooze, r.Snooze)
 		}
 	}
-	done, err := guardedIDs(ctx, c.conn.Conn(), c.d.stmts.retryAdvisory, ids, delays, errs, dead, snooze, c.mark)
+	done, err := c.d.plannedIDs(ctx, c.conn.Conn(), true, c.d.stmts.retryAdvisory, ids, delays, errs, dead, snooze, c.mark)
 	if err != nil {
 		if c.broken() {
 			return queue.LostLeases(leases, nil)

@@ -64,7 +64,7 @@ func (c *SkipLockedClaimer) run(ctx context.Context, op, sql string, args ...any
 		return nil, interpret(op, err)
 	}
 	defer conn.Release()
-	ids, err := guardedIDs(ctx, conn.Conn(), sql, args...)
+	ids, err := c.d.plannedIDs(ctx, conn.Conn(), c.d.cachesStatements(), sql, args...)
 	if err != nil {
 		return nil, failed(ctx, op, err)
 	}
@@ -218,17 +218,14 @@ func (c *SkipLockedClaimer) claim(ctx context.Context, queueName string, n int, 
 	return jobs, nil
 }
 
-// claimSteps are the steps of a pipeline that claim: claim_plan.sql's
+// claimSteps are the steps of a pipeline that claim: plan.sql's
 // planner settings, then claim_skiplocked.sql in the same transaction,
 // its jobs read into jobs.
 func (c *SkipLockedClaimer) claimSteps(queueName string, n int, token int64, from *queue.Job, jobs *[]*queue.Job) []step {
-	return []step{
-		{sql: c.d.stmts.claimPlan, chained: true},
-		{sql: c.d.stmts.claimSkipLocked, args: c.claimArgs(queueName, n, token, from), read: func(rows pgx.Rows) (err error) {
-			*jobs, err = readClaimed(rows, token)
-			return err
-		}},
-	}
+	return c.d.planned(c.d.stmts.claimSkipLocked, c.claimArgs(queueName, n, token, from), func(rows pgx.Rows) (err error) {
+		*jobs, err = readClaimed(rows, token)
+		return err
+	})
 }
 
 // claimArgs are claim_skiplocked.sql's arguments for a claim from a start
@@ -287,15 +284,14 @@ func (c *SkipLockedClaimer) CompleteClaim(ctx context.Context, p queue.CompleteC
 	ids, tokens := leaseArrays(p.Complete)
 	var done []int64
 	gctx, stop := guard(ctx, conn.Conn().PgConn())
-	errs := pipelined(gctx, conn.Conn(), append([]step{
-		{sql: c.d.stmts.completeSkipLocked, args: []any{ids, tokens}, read: func(rows pgx.Rows) (err error) {
-			done, err = readIDs(rows)
-			return err
-		}},
-	}, c.claimSteps(p.Queue, p.N, token, from, &res.Jobs)...))
+	errs := pipelined(gctx, conn.Conn(), append(c.d.planned(c.d.stmts.completeSkipLocked, []any{ids, tokens}, func(rows pgx.Rows) (err error) {
+		done, err = readIDs(rows)
+		return err
+	}), c.claimSteps(p.Queue, p.N, token, from, &res.Jobs)...))
 	stop()
 	conn.Release()
-	errs[1] = cmp.Or(errs[1], errs[2]) // the claim's transaction
+	// Two transactions of two steps each: settings, then the statement.
+	errs[0], errs[1] = cmp.Or(errs[0], errs[1]), cmp.Or(errs[2], errs[3])
 	if errs[0] != nil {
 		res.CompleteErr = failed(ctx, "complete", errs[0])
 	} else {

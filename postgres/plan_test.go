@@ -7,8 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/internal/dbtest"
 	"github.com/dbqueue/dbq/queue"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestIDListPlansUsePrimaryKey: every statement that takes a list of job
@@ -191,7 +194,7 @@ func (n planNode) claimIndexBlocks() int {
 // make a sequential scan and a sort of the whole backlog look cheaper — a
 // backlog spread over a bloated table, as a long transaction holding the
 // MVCC horizon leaves it. Planned with PostgreSQL's defaults the walk would
-// read and sort every ready job on every claim; claim_plan.sql, run before
+// read and sort every ready job on every claim; plan.sql, run before
 // it in the same transaction, keeps it on the index.
 func TestAdvisoryWalkKeepsToClaimIndex(t *testing.T) {
 	q := newQueue(t, Config{}, true)
@@ -237,7 +240,7 @@ func TestAdvisoryWalkKeepsToClaimIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		if settings {
-			if _, err := tx.Exec(ctx, d.stmts.claimPlan); err != nil {
+			if _, err := tx.Exec(ctx, d.stmts.plan); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -257,7 +260,7 @@ func TestAdvisoryWalkKeepsToClaimIndex(t *testing.T) {
 		t.Fatalf("planned with the defaults, the walk already keeps to the index (%v): this table does not show the plan the test guards against, so it proves nothing", scans)
 	}
 	if scans := explain(true); slices.Contains(scans, "Seq Scan") || slices.Contains(scans, "Sort") {
-		t.Fatalf("with claim_plan.sql the walk still scans the table or sorts: %v", scans)
+		t.Fatalf("with plan.sql the walk still scans the table or sorts: %v", scans)
 	}
 
 	// The claimer's own walks: the table's scan counters, flushed by the
@@ -307,4 +310,96 @@ func (n explainNode) jobsScans(out []string) []string {
 		out = c.jobsScans(out)
 	}
 	return out
+}
+
+// TestPlansOutliveTableGrowth: the plans a connection caches while the jobs
+// table is new and small stay on the indexes once it has grown, with no
+// analyze in between. pgx prepares each statement once per connection and
+// PostgreSQL keeps a generic plan after five runs; made for a table of a
+// few rows, the post-check's and the completion's would scan the table and
+// hash the ids, on every run, until an autoanalyze made PostgreSQL plan
+// again. With plan.sql before them (enable_seqscan off) they look the ids
+// up by primary key.
+func TestPlansOutliveTableGrowth(t *testing.T) {
+	for _, strategy := range []Strategy{Advisory, SkipLocked} {
+		t.Run(fmt.Sprint(strategy), func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t)
+			cfg, err := pgxpool.ParseConfig(dbtest.DSN(dialect.Postgres))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.MaxConns = 3
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				dbtest.Unreachable(t, dialect.Postgres, err)
+			}
+			defer pool.Close()
+			pcfg := Config{Strategy: strategy}
+			pcfg.Schema = newSchema(t, testPool(t)) // dropped through the shared pool, after this one closes
+			if err := Migrate(ctx, pool, pcfg); err != nil {
+				t.Fatal(err)
+			}
+			q, err := New(pool, pcfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Close()
+			d := driverOf(t, q)
+			c := newClaimer(t, q)
+			round := func(n int) {
+				t.Helper()
+				jobs, err := c.Claim(ctx, "g", n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(jobs) != n {
+					t.Fatalf("claimed %d jobs, want %d", len(jobs), n)
+				}
+				if err := c.Complete(ctx, queue.Leases(jobs)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Ten claims and completions on a table of a few rows: every
+			// statement has its generic plan cached by then.
+			enqueueN(t, q, "g", 20)
+			for range 10 {
+				round(2)
+			}
+			// The table grows to 100,000 jobs; nothing analyzes it.
+			if _, err := pool.Exec(ctx, `INSERT INTO `+d.stmts.table+` (queue, payload, run_at, created_at)
+				SELECT 'g', '', now() - interval '1 hour', now() FROM generate_series(1, 100000)`); err != nil {
+				t.Fatal(err)
+			}
+			// Every connection that ran dbq's statements reports its
+			// counts before it answers pg_stat_force_next_flush.
+			counts := func() (seq, idx int64) {
+				t.Helper()
+				if ac, ok := c.(*AdvisoryClaimer); ok {
+					if _, err := ac.conn.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, conn := range pool.AcquireAllIdle(ctx) {
+					_, err := conn.Exec(ctx, "SELECT pg_stat_force_next_flush()")
+					conn.Release()
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := pool.QueryRow(ctx, `SELECT coalesce(seq_scan, 0), coalesce(idx_scan, 0)
+					FROM pg_stat_user_tables WHERE relid = $1::regclass`, d.stmts.table).Scan(&seq, &idx); err != nil {
+					t.Fatal(err)
+				}
+				return seq, idx
+			}
+			seq0, idx0 := counts()
+			for range 5 {
+				round(50)
+			}
+			if seq, idx := counts(); seq != seq0 || idx == idx0 {
+				t.Fatalf("5 claims and completions of 50 jobs scanned the grown table %d times (and its indexes %d times); want no table scan", seq-seq0, idx-idx0)
+			}
+		})
+	}
 }

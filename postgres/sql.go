@@ -25,9 +25,11 @@ type statements struct {
 
 	enqueue, stats, queueNames, countQueue, statsByKind, namespace, backendPID, listen string
 
+	// plan: the planner settings the hot statements run after (plan.sql).
+	plan string
+
 	// Advisory strategy.
 	claimAdvisory, postcheck, completeAdvisory, retryAdvisory string
-	claimPlan                                                 string // planner settings for the walk (claim_plan.sql)
 	unlock, unlockAll, heldLocks, session                     string
 
 	// SKIP LOCKED strategy.
@@ -113,7 +115,7 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"backend_pid":         &s.backendPID,
 		"listen":              &s.listen,
 		"claim_advisory":      &s.claimAdvisory,
-		"claim_plan":          &s.claimPlan,
+		"plan":                &s.plan,
 		"postcheck":           &s.postcheck,
 		"complete_advisory":   &s.completeAdvisory,
 		"retry_advisory":      &s.retryAdvisory,
