@@ -938,3 +938,46 @@ func TestCompleteClaimReportsLostLease(t *testing.T) {
 		t.Fatalf("ready %d held %d, want 2 and 4", s.Ready, s.Held)
 	}
 }
+
+// TestCompleteClaimAfterLockWaitTimeout: a claim attempt whose carried
+// DELETE waits on a row another transaction holds fails with a lock wait
+// timeout (1205) and is rolled back; the completions are then written
+// alone (Complete retries until the row is free) and the claim, retried,
+// takes its jobs.
+func TestCompleteClaimAfterLockWaitTimeout(t *testing.T) {
+	t.Parallel()
+	innodbOnly(t)
+	q, d := openQueue(t, Config{LockWaitTimeout: time.Second}, true)
+	ctx := context.Background()
+	enqueueN(t, q, "q", 10, "j")
+	c := newClaimer(t, q)
+	mine, err := c.Claim(ctx, "q", 4)
+	if err != nil || len(mine) != 4 {
+		t.Fatal(len(mine), err)
+	}
+	// Another session holds the row of one completed job for 1.5 s.
+	tx, err := d.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var id int64
+	if err := tx.QueryRowContext(ctx, "SELECT id FROM "+d.stmts.jobsTable+" WHERE id = ? FOR UPDATE", mine[2].ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(1500*time.Millisecond, func() { _ = tx.Rollback() })
+	retried := d.retried.Load()
+	res := c.CompleteClaim(ctx, queue.CompleteClaimParams{Complete: leases(mine), Queue: "q", N: 3})
+	if res.CompleteErr != nil || res.ClaimErr != nil || len(res.Jobs) != 3 {
+		t.Fatalf("CompleteClaim: complete %v, claim %d jobs %v", res.CompleteErr, len(res.Jobs), res.ClaimErr)
+	}
+	if d.retried.Load() == retried {
+		t.Fatal("nothing waited out a lock wait timeout: the test did not test it")
+	}
+	if gone, err := countGone(ctx, d, queue.IDs(mine)); err != nil || gone != 4 {
+		t.Fatalf("%d of the 4 completed jobs gone (%v)", gone, err)
+	}
+	if s := queueStats(t, q, "q"); s.Ready != 3 || s.Held != 3 {
+		t.Fatalf("ready %d held %d, want 3 and 3", s.Ready, s.Held)
+	}
+}
