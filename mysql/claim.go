@@ -49,15 +49,19 @@ type Claimer struct {
 }
 
 var (
-	_ queue.Claimer       = (*Claimer)(nil)
-	_ queue.LeaseDuration = (*Claimer)(nil)
+	_ queue.Claimer         = (*Claimer)(nil)
+	_ queue.LeaseDuration   = (*Claimer)(nil)
+	_ queue.CompleteClaimer = (*Claimer)(nil)
 )
 
 // stepTimeout bounds each statement of a claim. A claim's statements run to
 // the end even when the caller's context is cancelled — a cancel is checked
 // between statements and rolls the claim back — so that a cancelled claim
 // never leaves a half-dead session holding locks. None of them waits on a
-// row lock, so they are quick; the bound is for a server that hangs.
+// row lock but the DELETE of the completions a CompleteClaim carries (on
+// rows its holder's own heartbeat may be extending), which the session's
+// lock wait timeout bounds; so they are quick, and the bound is for a
+// server that hangs.
 const stepTimeout = 30 * time.Second
 
 // NewClaimer returns a Claimer with a connection of its own. It fails
@@ -141,6 +145,13 @@ func discard(cn *sql.Conn) {
 // Claim returns up to n ready jobs of queueName (at most 5000), held by
 // this claimer; the package documentation describes the algorithm.
 func (c *Claimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.Job, error) {
+	return c.claim(ctx, queueName, n, nil)
+}
+
+// claim is Claim, carrying comp (nil: none) into its first claim
+// transaction; see CompleteClaim. Whenever an attempt that carried it
+// does not commit, comp is written alone before the claim goes on.
+func (c *Claimer) claim(ctx context.Context, queueName string, n int, comp *completion) ([]*queue.Job, error) {
 	if c.closed.Load() || c.d.closed.Load() {
 		return nil, queue.ErrClosed
 	}
@@ -184,11 +195,21 @@ func (c *Claimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.
 	var jobs []*queue.Job
 	for attempt, empties, conflicts := 0, 0, 0; ; {
 		var found bool
+		carried := comp.pending()
 		err := c.withConn(ctx, func(cn *sql.Conn) error {
 			var err error
-			jobs, found, err = c.claimOnce(ctx, cn, queueName, n)
+			jobs, found, err = c.claimOnce(ctx, cn, queueName, n, comp)
 			return err
 		})
+		if carried && comp.pending() {
+			// The completion did not commit with this attempt (it failed,
+			// found no candidates, or some lease was not this holder's):
+			// write it alone, as Complete would, before claiming on.
+			comp.alone(ctx, c)
+			if errors.Is(err, errCompletionShort) {
+				continue
+			}
+		}
 		switch {
 		case err == nil && len(jobs) == 0 && found && empties < maxEmptyRetries:
 			// Every sampled candidate was taken by others: look again at
@@ -258,9 +279,10 @@ type commitError struct{ err error }
 func (e *commitError) Error() string { return "dbq: mysql claim commit: " + e.err.Error() }
 func (e *commitError) Unwrap() error { return e.err }
 
-// claimOnce runs the three steps once. found reports whether the candidate
-// select found anything.
-func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int) (jobs []*queue.Job, found bool, err error) {
+// claimOnce runs the three steps once, first deleting the completions of
+// comp when it is pending (see CompleteClaim). found reports whether the
+// candidate select found anything.
+func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int, comp *completion) (jobs []*queue.Job, found bool, err error) {
 	d := c.d
 	step, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
 	defer cancel()
@@ -303,6 +325,12 @@ func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int) 
 			_ = tx.Rollback()
 		}
 	}()
+	carried := comp.pending()
+	if carried {
+		if err := c.completeIn(step, tx, comp.leases); err != nil {
+			return nil, true, err
+		}
+	}
 	locked, err := c.lock(step, tx, pick, q, micros(d.cfg.Lease))
 	if err != nil {
 		return nil, true, d.classify("claim lock", err)
@@ -333,6 +361,9 @@ func (c *Claimer) claimOnce(ctx context.Context, cn *sql.Conn, q string, n int) 
 	done = true
 	if err := tx.Commit(); err != nil {
 		return nil, true, &commitError{d.classify("claim commit", err)}
+	}
+	if carried {
+		comp.committed(c)
 	}
 	slices.SortFunc(jobs, func(a, b *queue.Job) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
@@ -517,6 +548,95 @@ func (c *Claimer) Complete(ctx context.Context, leases []queue.Lease) error {
 	return c.settle(ctx, "complete", leases, func(ls []queue.Lease) (string, []any) {
 		return c.d.stmts.get(sqlComplete, len(ls)), leaseArgs(nil, ls)
 	})
+}
+
+// CompleteClaim completes p.Complete and claims up to p.N jobs of p.Queue
+// (queue.CompleteClaimer) with one transaction and one commit instead of
+// two: the completions' DELETE (complete.sql) runs first in the claim's
+// READ COMMITTED transaction on the claimer's session, before its locking
+// select, so a Worker's batch costs one round trip more than a claim
+// rather than Complete's four, and one commit fewer.
+//
+// Each part's outcome is what Complete and Claim report. The completion
+// takes effect only with the claim's COMMIT, so whenever that attempt does
+// not commit, CompleteClaim writes the completion alone, as Complete, before
+// it claims on or returns: when the claim part fails (a deadlock, a lock
+// wait timeout, a lost session, a cancelled ctx), finds no candidates, or
+// is not even tried (a bad argument, a closed claimer), the completion
+// still ends committed or reports Complete's error. So does a batch whose
+// DELETE matched fewer rows than it has distinct leases — some lease is
+// not this holder's: the transaction is rolled back and Complete tells the
+// lost leases from the others (a *queue.LeaseLostError) before the claim
+// is tried again at once. As with Complete, a COMMIT whose outcome is
+// unknown (the session died during it) is followed by Complete alone,
+// which reports the leases lost if the first had committed after all.
+func (c *Claimer) CompleteClaim(ctx context.Context, p queue.CompleteClaimParams) queue.CompleteClaimResult {
+	var res queue.CompleteClaimResult
+	comp := &completion{leases: dedupeLeases(p.Complete)}
+	if len(comp.leases) == 0 || len(comp.leases) > maxList {
+		// Nothing to carry, or more than one statement's worth.
+		res.CompleteErr = c.Complete(ctx, p.Complete)
+		res.Jobs, res.ClaimErr = c.Claim(ctx, p.Queue, p.N)
+		return res
+	}
+	res.Jobs, res.ClaimErr = c.claim(ctx, p.Queue, p.N, comp)
+	if comp.pending() {
+		comp.alone(ctx, c) // the claim returned before trying it
+	}
+	res.CompleteErr = comp.err
+	return res
+}
+
+// completion is the batch of completions a CompleteClaim carries into
+// its claim: written (settled) by the first claim transaction that
+// commits, or else alone.
+type completion struct {
+	leases  []queue.Lease // distinct, at most maxList
+	settled bool
+	err     error // Complete's outcome, once settled
+}
+
+// pending reports whether comp is still to be written. A nil comp is not.
+func (comp *completion) pending() bool { return comp != nil && !comp.settled }
+
+// committed records that a claim transaction carrying comp committed: every
+// lease was this holder's and its job is gone.
+func (comp *completion) committed(c *Claimer) {
+	comp.settled = true
+	c.heldMu.Lock()
+	for _, l := range comp.leases {
+		if t, ok := c.held[l.ID]; ok && t == l.Token {
+			delete(c.held, l.ID)
+		}
+	}
+	c.heldMu.Unlock()
+}
+
+// alone writes comp with Complete.
+func (comp *completion) alone(ctx context.Context, c *Claimer) {
+	comp.settled = true
+	comp.err = c.Complete(ctx, comp.leases)
+}
+
+// errCompletionShort rolls back a claim transaction whose completions'
+// DELETE matched fewer rows than it had leases.
+var errCompletionShort = errors.New("dbq: mysql: some completed lease was not this holder's")
+
+// completeIn runs complete.sql for leases (distinct) in tx, and returns
+// errCompletionShort unless it deleted one row per lease.
+func (c *Claimer) completeIn(ctx context.Context, tx *sql.Tx, leases []queue.Lease) error {
+	res, err := tx.ExecContext(ctx, c.d.stmts.get(sqlComplete, len(leases)), leaseArgs(nil, leases)...)
+	if err != nil {
+		return c.d.classify("complete", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return c.d.classify("complete", err)
+	}
+	if n != int64(len(leases)) {
+		return errCompletionShort
+	}
+	return nil
 }
 
 // Release puts the jobs back, ready, spending no attempt.

@@ -820,3 +820,164 @@ func TestKilledConnectionReconnects(t *testing.T) {
 		t.Fatal("same session id after a kill")
 	}
 }
+
+// TestCompleteClaimInOneTransaction: CompleteClaim deletes the completed
+// jobs inside the claim's own transaction — seen from the server, that
+// transaction has modified the completed rows and the claimed ones before
+// it commits — and both take effect with its COMMIT.
+func TestCompleteClaimInOneTransaction(t *testing.T) {
+	t.Parallel()
+	innodbOnly(t)
+	q, d := openQueue(t, Config{}, true)
+	ctx := context.Background()
+	enqueueN(t, q, "q", 10, "j")
+	c := newClaimer(t, q)
+	mine, err := c.Claim(ctx, "q", 4)
+	if err != nil || len(mine) != 4 {
+		t.Fatal(len(mine), err)
+	}
+	var seen error
+	c.inTx = func(ctx context.Context, connID int64, _ []int64, jobs []*queue.Job) {
+		// Returns once the open transaction has modified the 4 completed
+		// rows and the claimed ones, or fails.
+		_, seen = rowsLocked(ctx, connID, len(mine)+len(jobs))
+	}
+	res := c.CompleteClaim(ctx, queue.CompleteClaimParams{Complete: leases(mine), Queue: "q", N: 3})
+	c.inTx = nil
+	if res.CompleteErr != nil || res.ClaimErr != nil || len(res.Jobs) != 3 {
+		t.Fatalf("CompleteClaim: complete %v, claim %d jobs %v", res.CompleteErr, len(res.Jobs), res.ClaimErr)
+	}
+	if seen != nil {
+		t.Fatalf("the claim transaction did not carry the completions: %v", seen)
+	}
+	if gone, err := countGone(ctx, d, queue.IDs(mine)); err != nil || gone != 4 {
+		t.Fatalf("%d of the 4 completed jobs gone (%v)", gone, err)
+	}
+	if s := queueStats(t, q, "q"); s.Ready != 3 || s.Held != 3 {
+		t.Fatalf("ready %d held %d, want 3 and 3", s.Ready, s.Held)
+	}
+	if err := c.Complete(ctx, leases(mine)); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Fatalf("completing them again: %v, want their leases lost", err)
+	}
+}
+
+// TestCompleteClaimCommitsCompletionWhenClaimFails: when the claim
+// transaction that carries the completions does not commit — here its
+// session is killed after the DELETE and the claim's UPDATE, before
+// COMMIT — the completions still end committed (written alone), the
+// claim part reports its error, and the jobs it had taken are ready again.
+func TestCompleteClaimCommitsCompletionWhenClaimFails(t *testing.T) {
+	t.Parallel()
+	innodbOnly(t)
+	q, d := openQueue(t, Config{}, true)
+	ctx := context.Background()
+	enqueueN(t, q, "q", 10, "j")
+	c := newClaimer(t, q)
+	mine, err := c.Claim(ctx, "q", 4)
+	if err != nil || len(mine) != 4 {
+		t.Fatal(len(mine), err)
+	}
+	var kills atomic.Int64
+	c.inTx = func(_ context.Context, connID int64, _ []int64, _ []*queue.Job) {
+		kills.Add(1)
+		killConn(t, connID)
+	}
+	res := c.CompleteClaim(ctx, queue.CompleteClaimParams{Complete: leases(mine), Queue: "q", N: 3})
+	c.inTx = nil
+	if res.ClaimErr == nil || len(res.Jobs) != 0 || kills.Load() == 0 {
+		t.Fatalf("claim part with its session killed: %d jobs, %v (%d kills)", len(res.Jobs), res.ClaimErr, kills.Load())
+	}
+	if res.CompleteErr != nil {
+		t.Fatalf("complete part: %v, want it written alone", res.CompleteErr)
+	}
+	if gone, err := countGone(ctx, d, queue.IDs(mine)); err != nil || gone != 4 {
+		t.Fatalf("%d of the 4 completed jobs gone (%v), want all", gone, err)
+	}
+	if s := queueStats(t, q, "q"); s.Ready != 6 || s.Held != 0 {
+		t.Fatalf("ready %d held %d, want 6 and 0: the failed claim must have taken nothing", s.Ready, s.Held)
+	}
+	if got, err := c.Claim(ctx, "q", 10); err != nil || len(got) != 6 {
+		t.Fatalf("after the failed claim: %d jobs, %v", len(got), err)
+	}
+}
+
+// TestCompleteClaimReportsLostLease: a lease that is not this holder's
+// makes the completion part report exactly it in a *queue.LeaseLostError,
+// as Complete does, while the others are completed, the job of the stray
+// lease stays with its holder, and the claim part claims.
+func TestCompleteClaimReportsLostLease(t *testing.T) {
+	t.Parallel()
+	q, d := openQueue(t, Config{}, true)
+	ctx := context.Background()
+	enqueueN(t, q, "q", 10, "j")
+	a, b := newClaimer(t, q), newClaimer(t, q)
+	mine, err := a.Claim(ctx, "q", 3)
+	if err != nil || len(mine) != 3 {
+		t.Fatal(len(mine), err)
+	}
+	theirs, err := b.Claim(ctx, "q", 1)
+	if err != nil || len(theirs) != 1 {
+		t.Fatal(len(theirs), err)
+	}
+	stray := queue.Lease{ID: theirs[0].ID, Token: mine[0].Token}
+	res := a.CompleteClaim(ctx, queue.CompleteClaimParams{Complete: append(leases(mine), stray), Queue: "q", N: 4})
+	var lost *queue.LeaseLostError
+	if !errors.As(res.CompleteErr, &lost) || !slices.Equal(lost.IDs, []int64{stray.ID}) {
+		t.Fatalf("complete part: %v, want only the lease of job %d lost", res.CompleteErr, stray.ID)
+	}
+	if res.ClaimErr != nil || len(res.Jobs) != 4 {
+		t.Fatalf("claim part: %d jobs, %v; want 4", len(res.Jobs), res.ClaimErr)
+	}
+	if gone, err := countGone(ctx, d, queue.IDs(mine)); err != nil || gone != 3 {
+		t.Fatalf("%d of the 3 completed jobs gone (%v)", gone, err)
+	}
+	if err := b.Complete(ctx, leases(theirs)); err != nil {
+		t.Fatalf("the stray lease's holder: %v", err)
+	}
+	if s := queueStats(t, q, "q"); s.Ready != 2 || s.Held != 4 {
+		t.Fatalf("ready %d held %d, want 2 and 4", s.Ready, s.Held)
+	}
+}
+
+// TestCompleteClaimAfterLockWaitTimeout: a claim attempt whose carried
+// DELETE waits on a row another transaction holds fails with a lock wait
+// timeout (1205) and is rolled back; the completions are then written
+// alone (Complete retries until the row is free) and the claim, retried,
+// takes its jobs.
+func TestCompleteClaimAfterLockWaitTimeout(t *testing.T) {
+	t.Parallel()
+	innodbOnly(t)
+	q, d := openQueue(t, Config{LockWaitTimeout: time.Second}, true)
+	ctx := context.Background()
+	enqueueN(t, q, "q", 10, "j")
+	c := newClaimer(t, q)
+	mine, err := c.Claim(ctx, "q", 4)
+	if err != nil || len(mine) != 4 {
+		t.Fatal(len(mine), err)
+	}
+	// Another session holds the row of one completed job for 1.5 s.
+	tx, err := d.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var id int64
+	if err := tx.QueryRowContext(ctx, "SELECT id FROM "+d.stmts.jobsTable+" WHERE id = ? FOR UPDATE", mine[2].ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(1500*time.Millisecond, func() { _ = tx.Rollback() })
+	retried := d.retried.Load()
+	res := c.CompleteClaim(ctx, queue.CompleteClaimParams{Complete: leases(mine), Queue: "q", N: 3})
+	if res.CompleteErr != nil || res.ClaimErr != nil || len(res.Jobs) != 3 {
+		t.Fatalf("CompleteClaim: complete %v, claim %d jobs %v", res.CompleteErr, len(res.Jobs), res.ClaimErr)
+	}
+	if d.retried.Load() == retried {
+		t.Fatal("nothing waited out a lock wait timeout: the test did not test it")
+	}
+	if gone, err := countGone(ctx, d, queue.IDs(mine)); err != nil || gone != 4 {
+		t.Fatalf("%d of the 4 completed jobs gone (%v)", gone, err)
+	}
+	if s := queueStats(t, q, "q"); s.Ready != 3 || s.Held != 3 {
+		t.Fatalf("ready %d held %d, want 3 and 3", s.Ready, s.Held)
+	}
+}
