@@ -86,9 +86,11 @@ type LockCheck interface {
 //
 // CompleteClaim does what Complete(ctx, p.Complete) and then Claim(ctx,
 // p.Queue, p.N) would, and reports each part's outcome as that call would
-// have returned it. The completion part commits on its own, before the
-// claim part starts: a claim that fails leaves it done, and a completion
-// that fails does not stop the claim.
+// have returned it. A claim part that fails leaves the completion done
+// (or reports Complete's error for it), and a completion that fails does
+// not stop the claim: the completion commits on its own before the claim
+// (PostgreSQL), or with the claim's transaction and, whenever that does
+// not commit, alone before CompleteClaim returns (MySQL).
 type CompleteClaimer interface {
 	CompleteClaim(ctx context.Context, p CompleteClaimParams) CompleteClaimResult
 }
