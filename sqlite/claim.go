@@ -371,21 +371,36 @@ func (d *Driver) ended(ctx context.Context, r runner, done []int64, st *stmt, ar
 	return done, interpret(rows.Err())
 }
 
-// leasesJSON encodes leases as [[id,token],…] for json_each.
+// leasesJSON encodes leases as {"token":[id,…],…} for json_each, each
+// token once: the statements then read the ids as plain integers and
+// parse each group once, where [[id,token],…] had them parse one small
+// array per lease. A Worker's batch holds the jobs of one or a few claims,
+// so of one or a few tokens.
 func leasesJSON(leases []queue.Lease) string {
-	b := make([]byte, 0, 2+len(leases)*24)
-	b = append(b, '[')
+	b := make([]byte, 0, 2+len(leases)*12)
+	b = append(b, '{')
+	var seen []int64 // the tokens written
 	for i, l := range leases {
-		if i > 0 {
+		if slices.Contains(seen, l.Token) {
+			continue
+		}
+		if len(seen) > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '[')
-		b = strconv.AppendInt(b, l.ID, 10)
-		b = append(b, ',')
+		seen = append(seen, l.Token)
+		b = append(b, '"')
 		b = strconv.AppendInt(b, l.Token, 10)
+		b = append(b, '"', ':', '[')
+		b = strconv.AppendInt(b, l.ID, 10)
+		for _, m := range leases[i+1:] {
+			if m.Token == l.Token {
+				b = append(b, ',')
+				b = strconv.AppendInt(b, m.ID, 10)
+			}
+		}
 		b = append(b, ']')
 	}
-	return string(append(b, ']'))
+	return string(append(b, '}'))
 }
 
 func appendBool(b []byte, v bool) []byte {

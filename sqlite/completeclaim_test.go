@@ -60,3 +60,53 @@ func TestCompleteClaimCompletionSurvivesFailedClaim(t *testing.T) {
 		t.Fatalf("completing them again: %v, want their leases lost", err)
 	}
 }
+
+// TestEndMatchesEachLeaseOnItsToken: Complete, Release and Extend take
+// leases of several claims (tokens) in one batch, interleaved, and match
+// each job on its own lease's token: a job's id under another claim's
+// token is reported lost and changes nothing.
+func TestEndMatchesEachLeaseOnItsToken(t *testing.T) {
+	q := newQ(t, queue.Config{})
+	for range 6 {
+		enqueue(t, q, queue.NewJob{Queue: "tok"})
+	}
+	c := newClaimer(t, q)
+	a := claim(t, c, "tok", 3)
+	b := claim(t, c, "tok", 3)
+	if len(a) != 3 || len(b) != 3 || a[0].Token == b[0].Token {
+		t.Fatalf("claimed %d and %d jobs (tokens %d, %d), want 3 and 3 under two tokens", len(a), len(b), a[0].Token, b[0].Token)
+	}
+	forged := queue.Lease{ID: a[2].ID, Token: b[0].Token}
+	mixed := []queue.Lease{a[0].Lease(), b[0].Lease(), a[1].Lease(), forged, b[1].Lease()}
+	wantLost := func(op string, err error) {
+		t.Helper()
+		var lost *queue.LeaseLostError
+		if !errors.As(err, &lost) || !slices.Equal(lost.IDs, []int64{forged.ID}) {
+			t.Fatalf("%s: %v, want only the lease of job %d lost", op, err, forged.ID)
+		}
+	}
+	wantLost("Extend", c.Extend(ctxT(t), mixed))
+	wantLost("Release", c.Release(ctxT(t), mixed[:4]))
+	wantCounts(t, q, "tok", 3, 0, 3, 0) // a[2], b[1], b[2] still held
+	wantLost("Complete", c.Complete(ctxT(t), []queue.Lease{b[1].Lease(), forged, b[2].Lease()}))
+	wantCounts(t, q, "tok", 3, 0, 1, 0) // a[2] still held
+	if err := c.Complete(ctxT(t), []queue.Lease{a[2].Lease()}); err != nil {
+		t.Fatalf("Complete of a[2]: %v", err)
+	}
+	wantCounts(t, q, "tok", 3, 0, 0, 0)
+}
+
+func TestLeasesJSON(t *testing.T) {
+	for _, tc := range []struct {
+		in   []queue.Lease
+		want string
+	}{
+		{nil, `{}`},
+		{[]queue.Lease{{ID: 1, Token: 7}}, `{"7":[1]}`},
+		{[]queue.Lease{{ID: 1, Token: 7}, {ID: 2, Token: 9}, {ID: 3, Token: 7}, {ID: 4, Token: -5}}, `{"7":[1,3],"9":[2],"-5":[4]}`},
+	} {
+		if got := leasesJSON(tc.in); got != tc.want {
+			t.Errorf("leasesJSON(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
