@@ -234,10 +234,11 @@ func (d *Driver) claim(ctx context.Context, r runner, jobs []*queue.Job, q strin
 			attempt, maxAttempts            int64
 			lastErr, dedupe                 sql.NullString
 		)
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &priority, &runAt, &attempt, &maxAttempts,
-			&j.Token, &until, &lastErr, &dedupe, &created); err != nil {
+		if err := rows.Scan(&j.ID, &j.Kind, &j.Payload, &priority, &runAt, &attempt, &maxAttempts,
+			&until, &lastErr, &dedupe, &created); err != nil {
 			return jobs, interpret(err)
 		}
+		j.Queue, j.Token = q, token
 		if j.Payload == nil {
 			j.Payload = []byte{}
 		}
