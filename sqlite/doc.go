@@ -78,21 +78,24 @@
 // is redone alone, so a failed claim still leaves it done. A DELETE that
 // fails leaves the claim to run alone.
 //
-// Measured on a shared 2-core machine (load 2-3), 50,000 no-op jobs,
-// `dbq bench --sections drain --n 50000 --workers 1,2,4,8`, three runs:
-// one Worker drained 27,000-58,000 jobs/s before and 68,000-69,000 after
-// (1,000-1,170 write transactions instead of about 2,800); 2, 4 and 8
-// Workers stayed at 33,000-58,000, within the noise. The floor (one
+// Measured on a shared 2-core machine (load average 5-7 from other work),
+// 50,000 no-op jobs, `dbq bench --sections drain --n 50000 --workers
+// 1,2,4,8`, three runs interleaved with the code before CompleteClaim: 1,
+// 2, 4 and 8 Workers drained 64,000-70,000, 62,000-73,000, 58,000-63,000
+// and 64,000-72,000 jobs/s, against 23,000-52,000, 31,000-62,000,
+// 20,000-55,000 and 52,000-65,000 before; one Worker made 1,000-1,170
+// write transactions per drain instead of about 2,800. The floor (one
 // `DELETE … WHERE id IN (SELECT … LIMIT 100)` per batch) drained
-// 180,000-280,000, so dbq reaches about a quarter of it. Most of the gap
-// is per job, not per transaction: a claim rewrites the row and moves it
-// from the claim index to the lease index, and the completion deletes it
-// from the table and the lease index, where the floor deletes a row and a
-// claim index entry once. In ./bench (go test -bench, batches of 100):
-// Claim 720 µs, Complete 359 µs, CompleteClaim 0.98-1.03 ms; the floor's
-// DELETE of 100 rows about 350 µs. The Worker's claims average 35-50 jobs
-// when handlers are this fast, since a claim takes the handler slots free
-// at the time.
+// 145,000-300,000, at best 275,000-300,000 per run, so dbq reaches about
+// a quarter of it (a fifth before). Most of the gap is per job, not per
+// transaction: a claim rewrites the row and moves it from the claim index
+// to the lease index, and the completion deletes it from the table and
+// the lease index, where the floor deletes a row and a claim index entry
+// once. In ./bench (go test -bench, batches of 100, load 2-5): Claim
+// 0.66-0.97 ms, Complete 345-359 µs, CompleteClaim 0.98-1.6 ms; the
+// floor's DELETE of 100 rows about 350 µs. The Worker's claims average
+// 35-50 jobs when handlers are this fast, since a claim takes the handler
+// slots free at the time.
 //
 // # Time and SQL
 //
