@@ -63,38 +63,43 @@ func (c *Claimer) Claim(ctx context.Context, q string, n int) ([]*queue.Job, err
 	if n <= 0 {
 		return nil, fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, n)
 	}
-	d := c.d
 	token := newToken()
 	var jobs []*queue.Job
-	err := d.write(ctx, true, func(ctx context.Context, r runner) error {
-		jobs = jobs[:0]
-		rescued := false
-		if d.rescueDue() {
-			if _, err := d.rescue(ctx, r); err != nil {
-				return err
-			}
-			rescued = true
-		}
-		var err error
-		if jobs, err = d.claim(ctx, r, jobs, q, n, token); err != nil {
-			return err
-		}
-		if len(jobs) < n && !rescued {
-			k, err := d.rescue(ctx, r)
-			if err != nil {
-				return err
-			}
-			if k > 0 {
-				if jobs, err = d.claim(ctx, r, jobs, q, n-len(jobs), token); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+	err := c.d.write(ctx, true, func(ctx context.Context, r runner) (err error) {
+		jobs, err = c.d.claimIn(ctx, r, jobs[:0], q, n, token)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	return c.claimed(ctx, jobs)
+}
+
+// claimIn is the body of a claim transaction: a rescue when one is due,
+// the claim UPDATE, and when it came up short of n and no rescue ran yet,
+// a rescue and a second claim for the rest. It appends to jobs.
+func (d *Driver) claimIn(ctx context.Context, r runner, jobs []*queue.Job, q string, n int, token int64) ([]*queue.Job, error) {
+	rescued := false
+	if d.rescueDue() {
+		if _, err := d.rescue(ctx, r); err != nil {
+			return jobs, err
+		}
+		rescued = true
+	}
+	jobs, err := d.claim(ctx, r, jobs, q, n, token)
+	if err != nil || len(jobs) >= n || rescued {
+		return jobs, err
+	}
+	k, err := d.rescue(ctx, r)
+	if err != nil || k == 0 {
+		return jobs, err
+	}
+	return d.claim(ctx, r, jobs, q, n-len(jobs), token)
+}
+
+// claimed sorts the jobs a committed claim took and records them as held
+// (keep).
+func (c *Claimer) claimed(ctx context.Context, jobs []*queue.Job) ([]*queue.Job, error) {
 	slices.SortFunc(jobs, func(a, b *queue.Job) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
 	})
@@ -102,6 +107,81 @@ func (c *Claimer) Claim(ctx context.Context, q string, n int) ([]*queue.Job, err
 		return nil, err
 	}
 	return jobs, nil
+}
+
+// CompleteClaim completes p.Complete and claims up to p.N jobs of p.Queue
+// in one write transaction (queue.CompleteClaimer): BEGIN IMMEDIATE, the
+// DELETE of complete.sql, then what Claim runs, COMMIT. A Worker's batch
+// so takes SQLite's write lock once instead of twice.
+//
+// The interface has the completion commit before the claim starts. Here
+// both commit together, and the observable outcome is kept this way:
+//   - When the transaction fails after the DELETE ran (the claim or the
+//     COMMIT failed, a cancelled ctx interrupted the claim, SQLite rolled
+//     the whole transaction back), the completion is redone alone, as
+//     Complete, with ctx's values but not its cancellation, for at most
+//     [BusyTimeout]; CompleteErr is that Complete's outcome and ClaimErr
+//     the claim's error.
+//   - When the DELETE itself fails, nothing was written: CompleteErr is
+//     its error, and the claim runs alone, as Claim.
+//   - An invalid queue or n fails the claim only; the completion runs
+//     alone.
+//
+// CompleteErr reports leases that were not this holder's in a
+// *queue.LeaseLostError, as Complete does.
+func (c *Claimer) CompleteClaim(ctx context.Context, p queue.CompleteClaimParams) queue.CompleteClaimResult {
+	var res queue.CompleteClaimResult
+	if err := c.check(); err != nil {
+		res.CompleteErr, res.ClaimErr = err, err
+		return res
+	}
+	if len(p.Complete) == 0 {
+		res.Jobs, res.ClaimErr = c.Claim(ctx, p.Queue, p.N)
+		return res
+	}
+	if err := dialect.ValidateQueue(p.Queue); err != nil {
+		res.CompleteErr, res.ClaimErr = c.Complete(ctx, p.Complete), err
+		return res
+	}
+	if p.N <= 0 {
+		res.CompleteErr, res.ClaimErr = c.Complete(ctx, p.Complete), fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, p.N)
+		return res
+	}
+	d := c.d
+	token := newToken()
+	arg := leasesJSON(p.Complete)
+	var (
+		done    []int64
+		jobs    []*queue.Job
+		deleted bool // the DELETE ran in the transaction that failed
+	)
+	err := d.write(ctx, true, func(ctx context.Context, r runner) (err error) {
+		deleted = false
+		if done, err = d.ended(ctx, r, done[:0], d.stmts.complete, arg); err != nil {
+			return err
+		}
+		deleted = true
+		jobs, err = d.claimIn(ctx, r, jobs[:0], p.Queue, p.N, token)
+		return err
+	})
+	switch {
+	case err == nil:
+		res.CompleteErr = c.forget(p.Complete, done)
+		res.Jobs, res.ClaimErr = c.claimed(ctx, jobs)
+	case deleted:
+		// Not c.Complete: a Close since the start must not stop the redo.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), BusyTimeout)
+		done, cerr := d.batch(rctx, d.stmts.complete, arg)
+		cancel()
+		if res.CompleteErr = cerr; cerr == nil {
+			res.CompleteErr = c.forget(p.Complete, done)
+		}
+		res.ClaimErr = err
+	default:
+		res.CompleteErr = err
+		res.Jobs, res.ClaimErr = c.Claim(ctx, p.Queue, p.N)
+	}
+	return res
 }
 
 // keep records the jobs a claim took as held, so that Close gives them
@@ -154,10 +234,11 @@ func (d *Driver) claim(ctx context.Context, r runner, jobs []*queue.Job, q strin
 			attempt, maxAttempts            int64
 			lastErr, dedupe                 sql.NullString
 		)
-		if err := rows.Scan(&j.ID, &j.Queue, &j.Kind, &j.Payload, &priority, &runAt, &attempt, &maxAttempts,
-			&j.Token, &until, &lastErr, &dedupe, &created); err != nil {
+		if err := rows.Scan(&j.ID, &j.Kind, &j.Payload, &priority, &runAt, &attempt, &maxAttempts,
+			&until, &lastErr, &dedupe, &created); err != nil {
 			return jobs, interpret(err)
 		}
+		j.Queue, j.Token = q, token
 		if j.Payload == nil {
 			j.Payload = []byte{}
 		}
@@ -233,6 +314,12 @@ func (c *Claimer) end(ctx context.Context, leases []queue.Lease, st *stmt, arg s
 	if err != nil {
 		return err
 	}
+	return c.forget(leases, done)
+}
+
+// forget drops ended claims from c.held and reports the leases missing
+// from done, the ids a statement ended, as lost.
+func (c *Claimer) forget(leases []queue.Lease, done []int64) error {
 	c.mu.Lock()
 	for _, l := range leases {
 		if tok, ok := c.held[l.ID]; ok && tok == l.Token {
@@ -260,40 +347,61 @@ func (c *Claimer) forgetLost(err error) {
 // ids it changed.
 func (d *Driver) batch(ctx context.Context, st *stmt, args ...any) ([]int64, error) {
 	var done []int64
-	err := d.write(ctx, false, func(ctx context.Context, r runner) error {
-		done = done[:0]
-		rows, err := r.query(ctx, st, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return interpret(err)
-			}
-			done = append(done, id)
-		}
-		return interpret(rows.Err())
+	err := d.write(ctx, false, func(ctx context.Context, r runner) (err error) {
+		done, err = d.ended(ctx, r, done[:0], st, args...)
+		return err
 	})
 	return done, err
 }
 
-// leasesJSON encodes leases as [[id,token],…] for json_each.
+// ended runs a statement that returns the ids it changed and appends them
+// to done.
+func (d *Driver) ended(ctx context.Context, r runner, done []int64, st *stmt, args ...any) ([]int64, error) {
+	rows, err := r.query(ctx, st, args...)
+	if err != nil {
+		return done, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return done, interpret(err)
+		}
+		done = append(done, id)
+	}
+	return done, interpret(rows.Err())
+}
+
+// leasesJSON encodes leases as {"token":[id,…],…} for json_each, each
+// token once: the statements then read the ids as plain integers and
+// parse each group once, where [[id,token],…] had them parse one small
+// array per lease. A Worker's batch holds the jobs of one or a few claims,
+// so of one or a few tokens.
 func leasesJSON(leases []queue.Lease) string {
-	b := make([]byte, 0, 2+len(leases)*24)
-	b = append(b, '[')
+	b := make([]byte, 0, 2+len(leases)*12)
+	b = append(b, '{')
+	var seen []int64 // the tokens written
 	for i, l := range leases {
-		if i > 0 {
+		if slices.Contains(seen, l.Token) {
+			continue
+		}
+		if len(seen) > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '[')
-		b = strconv.AppendInt(b, l.ID, 10)
-		b = append(b, ',')
+		seen = append(seen, l.Token)
+		b = append(b, '"')
 		b = strconv.AppendInt(b, l.Token, 10)
+		b = append(b, '"', ':', '[')
+		b = strconv.AppendInt(b, l.ID, 10)
+		for _, m := range leases[i+1:] {
+			if m.Token == l.Token {
+				b = append(b, ',')
+				b = strconv.AppendInt(b, m.ID, 10)
+			}
+		}
 		b = append(b, ']')
 	}
-	return string(append(b, ']'))
+	return string(append(b, '}'))
 }
 
 func appendBool(b []byte, v bool) []byte {

@@ -49,9 +49,10 @@ type Driver struct {
 }
 
 var (
-	_ queue.Driver        = (*Driver)(nil)
-	_ queue.Claimer       = (*Claimer)(nil)
-	_ queue.LeaseDuration = (*Claimer)(nil)
+	_ queue.Driver          = (*Driver)(nil)
+	_ queue.Claimer         = (*Claimer)(nil)
+	_ queue.LeaseDuration   = (*Claimer)(nil)
+	_ queue.CompleteClaimer = (*Claimer)(nil)
 )
 
 // Open opens (creating it if needed) the SQLite database that dsn names

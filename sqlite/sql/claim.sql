@@ -6,7 +6,7 @@
 -- not ?4: SQLite reads a bare bound LIMIT as a planner hint and then
 -- re-prepares the statement whenever n changes, which cost more than the
 -- claim itself; the index already gives the order, so the hint buys
--- nothing.
+-- nothing. The queue and the token are the caller's: not returned.
 UPDATE {{table "jobs"}}
 SET state = 'claimed',
     claim_token = ?1,
@@ -19,5 +19,5 @@ WHERE id IN (
       AND NOT EXISTS (SELECT 1 FROM {{table "queues"}} WHERE queue = ?3 AND paused)
     ORDER BY priority, run_at, id
     LIMIT ?4 + 0)
-RETURNING id, queue, kind, payload, priority, run_at, attempt, max_attempts,
-          claim_token, claimed_until, last_error, dedupe_key, created_at
+RETURNING id, kind, payload, priority, run_at, attempt, max_attempts,
+          claimed_until, last_error, dedupe_key, created_at
