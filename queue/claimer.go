@@ -90,7 +90,7 @@ type LockCheck interface {
 // (or reports Complete's error for it), and a completion that fails does
 // not stop the claim: the completion commits on its own before the claim
 // (PostgreSQL), or with the claim's transaction and, whenever that does
-// not commit, alone before CompleteClaim returns (MySQL).
+// not commit, alone before CompleteClaim returns (MySQL, SQLite).
 type CompleteClaimer interface {
 	CompleteClaim(ctx context.Context, p CompleteClaimParams) CompleteClaimResult
 }
