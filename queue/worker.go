@@ -40,7 +40,10 @@ type WorkerConfig struct {
 	// Concurrency is how many handlers run at once. Default 10.
 	Concurrency int
 	// BatchSize caps the jobs one claim takes. Default Concurrency, at
-	// most 1000.
+	// most 1000. A Worker claims for the handler slots free when it
+	// claims; when they make less than half a batch it first waits up to
+	// 1 ms for more to free, so that busy handlers finishing one by one do
+	// not each cost a claim.
 	BatchSize int
 	// PollInterval is the pause after a claim that found less than it asked
 	// for, with ±20% jitter. A claim that filled its batch is followed by
