@@ -233,3 +233,24 @@ func TestAdvisoryRefusedOnCockroachDB(t *testing.T) {
 		t.Fatalf("on PostgreSQL: %v", err)
 	}
 }
+
+// TestSkipLockedCandidatesReadOnce: the SKIP LOCKED claim reads its
+// candidates in a MATERIALIZED CTE that the UPDATE joins, never in a
+// subquery the join could run again. Run again on the inner side of a
+// nested loop (a plan the planner chose after an autoanalyze, under
+// plan.sql's settings), each run skipped the rows the statement had just
+// updated and locked the next ones: a claim of 32 updated 59, and the
+// Worker, handed more jobs than it had slots, stopped.
+func TestSkipLockedCandidatesReadOnce(t *testing.T) {
+	s, err := loadStatements(dialect.Names{Prefix: "dbq_"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sql := s.claimSkipLocked
+	if !strings.Contains(sql, "c AS MATERIALIZED (") || !strings.Contains(sql, "\nFROM c\nWHERE t.id = c.id") {
+		t.Fatalf("claim_skiplocked.sql does not read its candidates once, in a MATERIALIZED CTE:\n%s", sql)
+	}
+	if strings.Contains(sql, ") AS c\n") {
+		t.Fatalf("claim_skiplocked.sql joins a subquery of candidates:\n%s", sql)
+	}
+}

@@ -31,32 +31,33 @@
 -- finds them claimed (issue #23). The state test is a CASE so that the
 -- partial claim index cannot serve it (see postcheck.sql): t is reached by
 -- primary key only.
-UPDATE {{table "jobs"}} AS t
-SET state = 'claimed',
-    claim_token = $3,
-    claimed_until = now() + $4::int8 * interval '1 microsecond'
-FROM (
-    WITH RECURSIVE lo(p) AS (
-        SELECT (SELECT priority FROM {{table "jobs"}}
-                WHERE queue = $1 AND state = 'ready' AND priority < $5::int2
-                ORDER BY priority LIMIT 1)
-      UNION ALL
-        SELECT (SELECT priority FROM {{table "jobs"}}
-                WHERE queue = $1 AND state = 'ready' AND priority > lo.p AND priority < $5::int2
-                ORDER BY priority LIMIT 1)
-        FROM lo
-        WHERE lo.p IS NOT NULL
-    ), hi(p) AS (
-        SELECT (SELECT priority FROM {{table "jobs"}}
-                WHERE queue = $1 AND state = 'ready' AND priority > $5::int2
-                ORDER BY priority LIMIT 1)
-      UNION ALL
-        SELECT (SELECT priority FROM {{table "jobs"}}
-                WHERE queue = $1 AND state = 'ready' AND priority > hi.p
-                ORDER BY priority LIMIT 1)
-        FROM hi
-        WHERE hi.p IS NOT NULL
-    )
+WITH RECURSIVE lo(p) AS (
+    SELECT (SELECT priority FROM {{table "jobs"}}
+            WHERE queue = $1 AND state = 'ready' AND priority < $5::int2
+            ORDER BY priority LIMIT 1)
+  UNION ALL
+    SELECT (SELECT priority FROM {{table "jobs"}}
+            WHERE queue = $1 AND state = 'ready' AND priority > lo.p AND priority < $5::int2
+            ORDER BY priority LIMIT 1)
+    FROM lo
+    WHERE lo.p IS NOT NULL
+), hi(p) AS (
+    SELECT (SELECT priority FROM {{table "jobs"}}
+            WHERE queue = $1 AND state = 'ready' AND priority > $5::int2
+            ORDER BY priority LIMIT 1)
+  UNION ALL
+    SELECT (SELECT priority FROM {{table "jobs"}}
+            WHERE queue = $1 AND state = 'ready' AND priority > hi.p
+            ORDER BY priority LIMIT 1)
+    FROM hi
+    WHERE hi.p IS NOT NULL
+),
+-- The candidates, read once: a MATERIALIZED CTE is never run again, so
+-- however the UPDATE joins it to the table, a rescan cannot lock and
+-- return rows past the LIMIT. (Run as a subquery on the inner side of a
+-- nested loop, each rescan skipped the rows this statement had just
+-- updated and returned the next ones: a claim of 32 updated 59.)
+c AS MATERIALIZED (
     SELECT cand.id
     FROM (
         (SELECT j.id
@@ -96,7 +97,12 @@ FROM (
     ) AS cand
     WHERE NOT EXISTS (SELECT 1 FROM {{table "queues"}} WHERE queue = $1 AND paused)
     LIMIT $2
-) AS c
+)
+UPDATE {{table "jobs"}} AS t
+SET state = 'claimed',
+    claim_token = $3,
+    claimed_until = now() + $4::int8 * interval '1 microsecond'
+FROM c
 WHERE t.id = c.id AND CASE t.state WHEN 'ready' THEN true END AND t.run_at <= now()
 RETURNING t.id, t.queue, t.payload, t.priority, t.run_at, t.attempt, t.max_attempts,
           t.claimed_until, t.last_error, t.dedupe_key, t.created_at, t.kind
