@@ -354,6 +354,9 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 		}
 		free := r.gather(1)
 		jobs, wrote, err := r.claim(ctx, free)
+		if len(jobs) > free {
+			jobs = r.giveBack(ctx, jobs, free)
+		}
 		if claimSlot != nil {
 			<-claimSlot
 		}
@@ -394,6 +397,22 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 			}
 		}
 	}
+}
+
+// giveBack keeps the first n of jobs, which a claim of n returned more
+// than n of, and releases the rest: a claimer that breaks the Claimer
+// contract so must not start more handlers than the Worker has slots
+// (the slot count would overflow and the claim loop stop for good).
+func (r *runState) giveBack(ctx context.Context, jobs []*Job, n int) []*Job {
+	extra := jobs[n:]
+	r.w.log.Error("dbq: the claimer returned more jobs than it was asked for; giving the rest back",
+		"queue", r.w.cfg.Queue, "asked", n, "got", len(jobs))
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
+	if err := r.claimer.Release(rctx, Leases(extra)); err != nil {
+		r.w.log.Warn("dbq: giving back jobs failed; they return when their claims expire", "jobs", len(extra), "err", err)
+	}
+	return jobs[:n]
 }
 
 // gatherWait is how long a claim that would take fewer than half a batch
