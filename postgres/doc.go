@@ -96,9 +96,10 @@
 // drain`, 100,000 jobs: 23,266 against 57,667 jobs/s at 32 Workers), so it
 // completes and claims in separate calls.
 //
-// SkipLocked claims with one UPDATE … FROM (SELECT … FOR UPDATE SKIP
-// LOCKED) that marks the rows claimed with a lease and a random token, as
-// River and Oban do. It keeps no session state, so it works behind
+// SkipLocked claims with one statement, WITH c AS MATERIALIZED (SELECT …
+// FOR UPDATE SKIP LOCKED) UPDATE … FROM c, that marks the rows claimed
+// with a lease and a random token, as River and Oban do; the candidates
+// are read once, so no join order can lock more than the LIMIT. It keeps no session state, so it works behind
 // PgBouncer in transaction mode and needs no connection of its own between
 // calls. A dead claimer's jobs come back when their lease (Config.Lease)
 // expires: claimers run a bounded rescue at most every quarter lease, and
