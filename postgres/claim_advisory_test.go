@@ -423,3 +423,45 @@ func TestAdvisoryDearHeadWalkWaits(t *testing.T) {
 	}
 	t.Fatalf("jobs %v were not claimed within %d claims after the gap", ids[:2], resumeEvery)
 }
+
+// TestAdvisoryClaimersShareAFront: a claimer's resumed walk starts at the
+// last row any claimer of its Driver locked (fronts) when that is past
+// its own resume point, so it does not read past the rows the others took
+// since its last claim; and the walks from the head, which bring back the
+// jobs behind every resume point, are every resumeEvery-th walk of the
+// Driver's claimers, not of each one.
+func TestAdvisoryClaimersShareAFront(t *testing.T) {
+	q := newQueue(t, Config{}, true)
+	ctx := testCtx(t)
+	ids := enqueueN(t, q, "f", 100)
+	a, b := advisoryClaimer(t, q), advisoryClaimer(t, q)
+	if got := claim(t, a, "f", 10); !slices.Equal(jobIDs(got), ids[:10]) {
+		t.Fatalf("a took %v, want %v", jobIDs(got), ids[:10])
+	}
+	if got := claim(t, b, "f", 10); !slices.Equal(jobIDs(got), ids[10:20]) {
+		t.Fatalf("b took %v, want %v", jobIDs(got), ids[10:20])
+	}
+	// a's own resume point is ids[0]; b's 10 lie between it and the front.
+	skipped := a.HeldSkipped()
+	if got := claim(t, a, "f", 10); !slices.Equal(jobIDs(got), ids[20:30]) {
+		t.Fatalf("a's second claim took %v, want %v", jobIDs(got), ids[20:30])
+	}
+	if got := a.HeldSkipped() - skipped; got != 1 {
+		t.Fatalf("a's resumed walk passed %d rows held by b, want 1 (the front itself): it did not start at the front", got)
+	}
+	// A job due before all the others is behind every resume point and the
+	// front: a walk from the head finds it within resumeEvery walks of the
+	// two claimers together.
+	old, err := q.Enqueue(ctx, queue.NewJob{Queue: "f", RunAt: time.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range resumeEvery {
+		c := []*AdvisoryClaimer{a, b}[i%2]
+		got := claim(t, c, "f", 1)
+		if len(got) == 1 && got[0].ID == old[0] {
+			return
+		}
+	}
+	t.Fatalf("the job behind the front was not claimed within %d walks of the Driver's claimers", resumeEvery)
+}

@@ -138,7 +138,9 @@ type Driver struct {
 
 	mu       sync.Mutex
 	claimers map[*AdvisoryClaimer]struct{} // open, closed by Close
-	closed   atomic.Bool
+
+	fronts fronts // where this process's advisory claimers locked last, per queue
+	closed atomic.Bool
 
 	// noPostCheck turns the advisory post-check off, for tests that show
 	// what it prevents. Never set outside tests.
