@@ -21,7 +21,7 @@ COMPOSE_REQUIRE ?= postgres,mysql,mssql,sqlite
 ACTIONLINT_VERSION ?= v1.7.12
 ACTIONLINT         ?= bin/actionlint
 
-.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera test-galera-short test-matrix servers chaos bench bench-go soak-pg build demo lint clean
+.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera test-galera-short test-matrix servers chaos bench bench-go ceiling soak-pg build demo lint clean
 
 help:
 	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./... + test-galera-short"
@@ -37,6 +37,7 @@ help:
 	@echo "make bench         dbq bench vs River vs raw SQL on PostgreSQL (table + bench.png)"
 	@echo "make soak-pg       soak harness (steady, held horizon, fresh-table burst) on a PostgreSQL 15 cluster of its own; dbq and River (SOAK_SHORT=1: ~10 min)"
 	@echo "make bench-go      go test benchmarks of the hot paths, one iteration each"
+	@echo "make ceiling       raw-SQL ceilings of the PostgreSQL claim designs (pgbench scripts in bench/ceiling)"
 	@echo "make build         bin/dbq"
 	@echo "make demo          go run ./cmd/dbq demo"
 	@echo "make lint          gofmt -l (must print nothing), go vet and actionlint"
@@ -178,6 +179,16 @@ soak-pg:
 # The go test benchmarks of the hot paths, one iteration each, with allocations.
 bench-go:
 	$(GO) test -run XXX -bench . -benchmem -benchtime 1x ./...
+
+# make ceiling: what the SQL of each PostgreSQL claim design costs the
+# server on its own (bench/ceiling, scripts/ceiling.sh): pgbench -M prepared
+# runs the floor, the advisory claimer's statements and the SKIP LOCKED
+# claimer's at 1, 2 and 4 clients, 100 jobs a transaction, and prints
+# jobs/s: the most a queue built on that design drains on this server.
+# Under a minute; CEILING_DSN defaults to BENCH_DSN.
+CEILING_DSN ?= $(BENCH_DSN)
+ceiling:
+	bash scripts/ceiling.sh '$(CEILING_DSN)'
 
 build:
 	$(GO) build -o bin/dbq ./cmd/dbq
