@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,11 +157,21 @@ func TestSkipLockedCloseReleases(t *testing.T) {
 
 // TestWithoutPreparedStatements: behind PgBouncer in transaction mode pgx
 // must not rely on prepared statements (default_query_exec_mode=exec or
-// simple_protocol); every statement of both strategies works that way too.
+// simple_protocol); every statement of both strategies works that way too,
+// and SkipLocked sends no plan.sql step there (a pipelined step would be
+// prepared: a pooler would hand the prepared statement's next run to
+// another server connection). The advisory claimer has a connection of
+// its own and always sends it; so does SkipLocked in pgx's default mode,
+// which shows the check can see the step.
 func TestWithoutPreparedStatements(t *testing.T) {
 	t.Parallel()
 	testPool(t)
-	for name, mode := range map[string]pgx.QueryExecMode{"exec": pgx.QueryExecModeExec, "simple_protocol": pgx.QueryExecModeSimpleProtocol} {
+	modes := map[string]pgx.QueryExecMode{
+		"exec":            pgx.QueryExecModeExec,
+		"simple_protocol": pgx.QueryExecModeSimpleProtocol,
+		"cache_statement": pgx.QueryExecModeCacheStatement,
+	}
+	for name, mode := range modes {
 		for _, strategy := range []Strategy{SkipLocked, Advisory} {
 			t.Run(name+"/"+strategy.String(), func(t *testing.T) {
 				t.Parallel()
@@ -169,6 +181,14 @@ func TestWithoutPreparedStatements(t *testing.T) {
 				}
 				cfg.MaxConns = 4
 				cfg.ConnConfig.DefaultQueryExecMode = mode
+				tr := &sqlTracer{}
+				cfg.ConnConfig.Tracer = tr
+				defer func() {
+					want := strategy == Advisory || mode == pgx.QueryExecModeCacheStatement
+					if got := tr.sent(planStep); got != want {
+						t.Errorf("plan.sql sent: %v, want %v", got, want)
+					}
+				}()
 				ctx := testCtx(t)
 				pool, err := pgxpool.NewWithConfig(ctx, cfg)
 				if err != nil {
@@ -306,3 +326,56 @@ func TestSkipLockedClaimStartsWhereLastBegan(t *testing.T) {
 		}
 	}
 }
+
+// planStep is how plan.sql's statement begins.
+const planStep = "SELECT set_config('enable_seqscan'"
+
+// sqlTracer records the SQL of every statement a connection runs or
+// prepares (pipelined prepares its steps).
+type sqlTracer struct {
+	mu  sync.Mutex
+	sql []string
+}
+
+func (t *sqlTracer) add(sql string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sql = append(t.sql, sql)
+}
+
+// sent reports whether a statement that starts with prefix ran.
+func (t *sqlTracer) sent(prefix string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.sql {
+		if strings.HasPrefix(strings.TrimSpace(stripComments(s)), prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// stripComments drops the leading "--" comment lines of a statement.
+func stripComments(sql string) string {
+	var b strings.Builder
+	for line := range strings.Lines(sql) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
+}
+
+func (t *sqlTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	t.add(d.SQL)
+	return ctx
+}
+
+func (t *sqlTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (t *sqlTracer) TracePrepareStart(ctx context.Context, _ *pgx.Conn, d pgx.TracePrepareStartData) context.Context {
+	t.add(d.SQL)
+	return ctx
+}
+
+func (t *sqlTracer) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
