@@ -27,10 +27,10 @@ for design in floor advisory skiplocked; do
 		# Each transaction takes 100 jobs: leave the last batches to spare,
 		# so that no client runs on an empty table.
 		t=$(((n / 100) * 9 / 10 / c))
-		tps=$("$pgbench" -n -M prepared -c "$c" -j "$c" -t "$t" -f "$dir/$design.sql" "$dsn" 2>&1 |
-			awk '/^tps/ {printf "%.0f", $3 * 100}')
-		if [[ -z $tps ]]; then
-			echo "ceiling: pgbench failed for $design at $c clients" >&2
+		if ! res=$("$pgbench" -n -M prepared -c "$c" -j "$c" -t "$t" -f "$dir/$design.sql" "$dsn" 2>&1) ||
+			! tps=$(awk '/^tps/ {printf "%.0f", $3 * 100}' <<<"$res") || [[ -z $tps ]]; then
+			echo "ceiling: pgbench failed for $design at $c clients:" >&2
+			tail -n 5 <<<"$res" >&2
 			exit 1
 		fi
 		printf '%-12s %8d %10s\n' "$design" "$c" "$tps"
