@@ -8,7 +8,8 @@
 // by the pgbench scripts in bench/ceiling (`make ceiling`). On a 2-core
 // machine the SKIP LOCKED design's SQL (an UPDATE to claimed, then the
 // delete) drained a third of the floor at the floor's best client count,
-// the advisory design's (locks, post-check, delete, unlock) 75-95%.
+// the advisory design's (locks, post-check, delete, unlock) three
+// quarters of it or more.
 //
 // Every run works on its own tables (a unique prefix) and drops them when
 // it ends, so it can point at a shared database.

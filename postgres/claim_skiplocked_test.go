@@ -35,8 +35,10 @@ func TestSkipLockedDeadClaimerAfterLease(t *testing.T) {
 	q := newQueue(t, Config{Config: queue.Config{Lease: lease}, Strategy: SkipLocked}, true)
 	enqueueN(t, q, "lease", 5)
 	victim := skipLockedClaimer(t, q)
-	held := claim(t, victim, "lease", 5)
+	// Before the claim: the lease runs from the server's now() at the
+	// claim, which can be earlier than any time taken after it returns.
 	start := time.Now()
+	held := claim(t, victim, "lease", 5)
 	victim.abandon()
 	for _, j := range held {
 		if j.ClaimedUntil.IsZero() || j.State != queue.StateClaimed {
