@@ -79,4 +79,17 @@ func TestCeilingScript(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "pgbench failed for skiplocked") {
 		t.Fatalf("a failing design: err %v, output:\n%s", err, out)
 	}
+	// Either way the script leaves no table behind.
+	conn, err = pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var left bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass('ceiling_jobs') IS NOT NULL").Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left {
+		t.Fatal("ceiling_jobs is left behind after a failed run")
+	}
 }

@@ -20,6 +20,8 @@ if [[ -z $pgbench ]]; then
 	echo "ceiling: pgbench not found (Debian: postgresql-contrib or postgresql-15)" >&2
 	exit 1
 fi
+# The table goes when the script ends, however it ends.
+trap 'PGOPTIONS="-c client_min_messages=warning" psql "$dsn" -q -c "DROP TABLE IF EXISTS ceiling_jobs" >/dev/null' EXIT
 printf '%-12s %8s %10s\n' design clients jobs/s
 for design in floor advisory skiplocked; do
 	for c in $clients; do
@@ -36,4 +38,3 @@ for design in floor advisory skiplocked; do
 		printf '%-12s %8d %10s\n' "$design" "$c" "$tps"
 	done
 done
-psql "$dsn" -q -c 'DROP TABLE ceiling_jobs' >/dev/null
