@@ -185,7 +185,8 @@ bench-go:
 # runs the floor, the advisory claimer's statements and the SKIP LOCKED
 # claimer's at 1, 2 and 4 clients, 100 jobs a transaction, and prints
 # jobs/s: the most a queue built on that design drains on this server.
-# Under a minute; CEILING_DSN defaults to BENCH_DSN.
+# Tables: dbq's own schema (dbq migrate sql --prefix ceiling_), dropped at the
+# end. Under a minute; CEILING_DSN defaults to BENCH_DSN.
 CEILING_DSN ?= $(BENCH_DSN)
 ceiling:
 	bash scripts/ceiling.sh '$(CEILING_DSN)'

@@ -68,14 +68,20 @@ func TestCeilingScript(t *testing.T) {
 	}
 	same := func(s string) string { return s }
 	copyFile("../scripts/ceiling.sh", filepath.Join(dir, "scripts/ceiling.sh"), same)
-	for _, f := range []string{"setup.sql", "floor.sql", "advisory.sql", "skiplocked.sql"} {
+	for _, f := range []string{"setup.sql", "floor.sql", "advisory.sql", "skiplocked.sql"} { // the schema is dbq's own (DBQ below)
 		edit := same
 		if f == "skiplocked.sql" {
 			edit = func(s string) string { return strings.Replace(s, "claim_token = 1", "no_such_column = 1", 1) }
 		}
 		copyFile(filepath.Join("ceiling", f), filepath.Join(dir, "bench/ceiling", f), edit)
 	}
-	out, err = exec.CommandContext(ctx, "bash", filepath.Join(dir, "scripts/ceiling.sh"), dsn, "3000", "1").CombinedOutput()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(dir, "scripts/ceiling.sh"), dsn, "3000", "1")
+	cmd.Env = append(os.Environ(), "DBQ=go -C "+root+" run ./cmd/dbq")
+	out, err = cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "pgbench failed for skiplocked") {
 		t.Fatalf("a failing design: err %v, output:\n%s", err, out)
 	}
@@ -85,11 +91,15 @@ func TestCeilingScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	var left bool
-	if err := conn.QueryRow(ctx, "SELECT to_regclass('ceiling_jobs') IS NOT NULL").Scan(&left); err != nil {
+	var left []string
+	rows, err := conn.Query(ctx, "SELECT tablename FROM pg_tables WHERE tablename LIKE 'ceiling%'")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if left {
-		t.Fatal("ceiling_jobs is left behind after a failed run")
+	if left, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Fatalf("tables left behind after a failed run: %v", left)
 	}
 }

@@ -9,7 +9,14 @@ set -euo pipefail
 dsn=${1:?usage: scripts/ceiling.sh DSN [N] [CLIENTS]}
 n=${2:-100000}
 clients=${3:-1 2 4}
-dir=$(cd "$(dirname "$0")/../bench/ceiling" && pwd)
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=$root/bench/ceiling
+# The tables are dbq's own schema (ceiling_jobs and the rest), printed by
+# `dbq migrate sql`: $DBQ when set, else go run in this repository.
+read -r -a dbq <<<"${DBQ:-go -C $root run ./cmd/dbq}"
+schema() { "${dbq[@]}" migrate sql --dialect postgres --prefix ceiling_ "$@"; }
+quiet=(env PGOPTIONS='-c client_min_messages=warning' psql "$dsn" -q)
+drop() { schema --down | "${quiet[@]}" >/dev/null 2>&1 || true; }
 pgbench=$(command -v pgbench || true)
 if [[ -z $pgbench ]]; then
 	for p in /usr/lib/postgresql/*/bin/pgbench; do
@@ -20,12 +27,15 @@ if [[ -z $pgbench ]]; then
 	echo "ceiling: pgbench not found (Debian: postgresql-contrib or postgresql-15)" >&2
 	exit 1
 fi
-# The table goes when the script ends, however it ends.
-trap 'PGOPTIONS="-c client_min_messages=warning" psql "$dsn" -q -c "DROP TABLE IF EXISTS ceiling_jobs" >/dev/null' EXIT
+# The tables go when the script ends, however it ends.
+trap drop EXIT
+up=$(schema)
 printf '%-12s %8s %10s\n' design clients jobs/s
 for design in floor advisory skiplocked; do
 	for c in $clients; do
-		PGOPTIONS='-c client_min_messages=warning' psql "$dsn" -q -v ON_ERROR_STOP=1 -v n="$n" -f "$dir/setup.sql" >/dev/null
+		drop
+		"${quiet[@]}" -v ON_ERROR_STOP=1 <<<"$up" >/dev/null
+		"${quiet[@]}" -v ON_ERROR_STOP=1 -v n="$n" -f "$dir/setup.sql" >/dev/null
 		# Each transaction takes 100 jobs: leave the last batches to spare,
 		# so that no client runs on an empty table.
 		t=$(((n / 100) * 9 / 10 / c))
