@@ -509,7 +509,7 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 			c.skipped.Add(int64(locked[len(locked)-1].Skipped))
 			first := locked[0]
 			for _, l := range locked[1:] {
-				if cmp.Or(cmp.Compare(l.Priority, first.Priority), l.RunAt.Compare(first.RunAt), cmp.Compare(l.ID, first.ID)) < 0 {
+				if before(&l, &first) {
 					first = l
 				}
 			}
