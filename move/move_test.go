@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -208,15 +209,30 @@ func sameRows(t *testing.T, what string, want, got []row) {
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// TestMoveAllStates: 50,000 jobs in three queues and every state move
-// between each pair of dialects, arrive identical, and leave the source
-// empty; held jobs stay with their holder and a rerun moves them once
-// released.
-func TestMoveAllStates(t *testing.T) {
-	n := 50_000
-	if testing.Short() {
-		n = 2_000
+// moveJobs is how many jobs TestMoveAllStates moves per pair: DBQ_MOVE_JOBS
+// when set, else 10,000 (2,000 with -short). At least 100, so that every
+// state and queue fill makes has jobs.
+func moveJobs(t *testing.T) int {
+	env := os.Getenv("DBQ_MOVE_JOBS")
+	if env == "" {
+		if testing.Short() {
+			return 2_000
+		}
+		return 10_000
 	}
+	n, err := strconv.Atoi(env)
+	if err != nil || n < 100 {
+		t.Fatalf("DBQ_MOVE_JOBS=%q: want a whole number of at least 100", env)
+	}
+	return n
+}
+
+// TestMoveAllStates: 10,000 jobs (DBQ_MOVE_JOBS, 50,000 in make
+// test-move-large) in three queues and every state move between each pair
+// of dialects, arrive identical, and leave the source empty; held jobs
+// stay with their holder and a rerun moves them once released.
+func TestMoveAllStates(t *testing.T) {
+	n := moveJobs(t)
 	pairs(t, func(t *testing.T, from, to dialect.Name) {
 		ctx := context.Background()
 		src, dst := fresh(t, from).open(t), fresh(t, to).open(t)
