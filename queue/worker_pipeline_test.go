@@ -212,3 +212,84 @@ func TestWorkerCompleteClaimLostLease(t *testing.T) {
 		t.Errorf("hooks saw lost %v and %v, want job %d lost once", h.lost, h.outcomes, id)
 	}
 }
+
+// blockedClaimer's claims wait until release is closed (or their ctx
+// ends), saying so on entered.
+type blockedClaimer struct {
+	queue.Claimer
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c *blockedClaimer) Claim(ctx context.Context, name string, n int) ([]*queue.Job, error) {
+	select {
+	case c.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-c.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return c.Claimer.Claim(ctx, name, n)
+}
+
+// Completions do not wait for a turn to claim: while another Worker's
+// claim holds the queue's only claim slot (ClaimConcurrency 1), a Worker
+// whose jobs ended writes them through the result writer.
+func TestWorkerCompletesWhileClaimsWait(t *testing.T) {
+	store := memq.New(time.Minute)
+	pc := &pipeClaimer{store: store, completed: map[int64]int{}}
+	blocked := &blockedClaimer{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	var made atomic.Int64
+	d := &wrapDriver{Driver: store.Driver(), wrap: func(c queue.Claimer) queue.Claimer {
+		if made.Add(1) == 1 {
+			pc.Claimer = c
+			return pc
+		}
+		blocked.Claimer = c
+		return blocked
+	}}
+	q, err := queue.New(d, queue.Config{ClaimConcurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(context.Background(), queue.NewJob{Queue: "p"}, queue.NewJob{Queue: "p"},
+		queue.NewJob{Queue: "p"}, queue.NewJob{Queue: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	proceed := make(chan struct{})
+	var running atomic.Int64
+	a, err := queue.NewWorker(q, func(ctx context.Context, j *queue.Job) error {
+		running.Add(1)
+		<-proceed
+		return nil
+	}, queue.WorkerConfig{Queue: "p", Concurrency: 4, BatchSize: 4, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopA := runWorker(t, a)
+	waitFor(t, "the first Worker's 4 jobs to run", func() bool { return running.Load() == 4 })
+	b, err := queue.NewWorker(q, func(context.Context, *queue.Job) error { return nil },
+		queue.WorkerConfig{Queue: "p", Concurrency: 1, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopB := runWorker(t, b)
+	<-blocked.entered // b's claim holds the claim slot
+	close(proceed)
+	waitFor(t, "the 4 completions to be written while b's claim waits", func() bool { return a.Stats().Completed == 4 })
+	pc.mu.Lock()
+	written := len(pc.completed)
+	pc.mu.Unlock()
+	if written != 4 {
+		t.Errorf("%d completions written, want 4", written)
+	}
+	close(blocked.release)
+	if err := stopA(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stopB(); err != nil {
+		t.Fatal(err)
+	}
+}
