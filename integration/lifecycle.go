@@ -59,6 +59,11 @@ func testCompleteClaim(t *testing.T, s *suite) {
 			t.Fatalf("claimed job %d, completed or held elsewhere", j.ID)
 		}
 	}
+	if s.h.HeldLocks != nil {
+		if got := s.h.HeldLocks(t, c); !sameIDs(got, ids(res.Jobs)) {
+			t.Fatalf("after CompleteClaim the claimer holds %v, want the jobs it just claimed %v", got, ids(res.Jobs))
+		}
+	}
 	wantCounts(t, q, "cc", 1, 0, 4, 0)
 	err := c.Complete(ctxFor(t), leases(mine))
 	if !errors.As(err, &lost) || !sameIDs(lost.IDs, queue.IDs(mine)) {

@@ -42,11 +42,14 @@ type AdvisoryClaimer struct {
 	nss    map[int32]bool    // lock namespaces this connection has used
 	closed bool
 
-	// cursors says, per queue, where the next walk starts (see lock).
+	// cursors says, per queue, where the next walk starts (see planWalk).
 	cursors map[string]*cursor
 
 	// prepared: a walk ran on conn, which has its statements prepared.
 	prepared bool
+	// oneTx: the session's transactions are READ COMMITTED by default,
+	// so the walk and the post-check may share one (see walkChecked).
+	oneTx bool
 
 	postCheck bool
 	dropped   atomic.Int64
@@ -176,6 +179,14 @@ func (c *AdvisoryClaimer) connect(ctx context.Context) error {
 		c.dropConn()
 		return err
 	}
+	gctx, done := guard(ctx, c.conn.Conn().PgConn())
+	defer done()
+	var isolation string
+	if err := c.conn.QueryRow(gctx, "SELECT current_setting('transaction_isolation')").Scan(&isolation); err != nil {
+		c.dropConn()
+		return failed(ctx, "read the isolation level", err)
+	}
+	c.oneTx = isolation == "read committed"
 	return nil
 }
 
@@ -318,19 +329,16 @@ func (c *AdvisoryClaimer) sweep(ctx context.Context) error {
 // claimer completed or retried after the first statement's snapshot, and
 // unlocked before this one's lock, is let go (counted in
 // PostCheckDropped). The post-check sees such a change because claimers
-// unlock only after their change has committed.
+// unlock only after their change has committed. Both go in one round trip
+// (walkChecked).
 //
 // A claim cut off by ctx, or failing partway, releases whatever it locked
 // before returning; a claim that finished before ctx ended returns its
 // jobs.
 func (c *AdvisoryClaimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.Job, error) {
-	if n <= 0 {
-		return nil, fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, n)
-	}
-	if err := dialect.ValidateQueue(queueName); err != nil {
+	if err := claimArgs(queueName, n); err != nil {
 		return nil, err
 	}
-	n = min(n, math.MaxInt32)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -339,62 +347,58 @@ func (c *AdvisoryClaimer) Claim(ctx context.Context, queueName string, n int) ([
 	if ctx.Err() != nil {
 		return nil, ctxErr("claim", ctx)
 	}
-	locked, err := c.lockConnected(ctx, queueName, n)
+	locked, jobs, err := c.lockChecked(ctx, queueName, min(n, math.MaxInt32))
 	if err != nil {
 		return nil, err
 	}
-	return c.claimLocked(ctx, queueName, locked)
+	return c.keepChecked(queueName, locked, jobs)
 }
 
-// claimLocked ends a claim whose walk locked rows: it runs the post-check,
-// lets go of the rows that fail it and returns the jobs. c.mu is held.
-func (c *AdvisoryClaimer) claimLocked(ctx context.Context, queueName string, locked []lockedRow) ([]*queue.Job, error) {
-	if len(locked) == 0 {
-		return nil, nil
+// claimArgs checks a claim's queue name and count.
+func claimArgs(queueName string, n int) error {
+	if n <= 0 {
+		return fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, n)
 	}
-	for _, l := range locked {
-		c.nss[l.NS] = true // so that a sweep after a failed post-check finds them
-	}
-	var (
-		jobs  []*queue.Job
-		err   error
-		sweep bool // whether an unlock failed: a sweep releases what it left
-	)
-	if c.postCheck {
-		if ctx.Err() != nil {
-			c.settle()
-			return nil, ctxErr("claim", ctx)
-		}
-		if jobs, err = c.check(ctx, locked); err != nil {
-			c.settle()
-			return nil, err
-		}
-	} else {
+	return dialect.ValidateQueue(queueName)
+}
+
+// keepChecked ends a claim whose walk locked locked and whose post-check
+// returned jobs: it records the jobs as held, lets go of the locked rows
+// that failed the post-check, and returns the jobs. c.mu is held.
+func (c *AdvisoryClaimer) keepChecked(queueName string, locked []lockedRow, jobs []*queue.Job) ([]*queue.Job, error) {
+	if !c.postCheck {
 		jobs = make([]*queue.Job, len(locked))
 		for i, l := range locked {
 			jobs[i] = &queue.Job{ID: l.ID, Queue: queueName, Priority: l.Priority, RunAt: l.RunAt, State: queue.StateReady}
 		}
 	}
-	keep := make(map[int64]bool, len(jobs))
+	// The post-check may read the ids the walk recorded; only rows this
+	// walk locked count (a stale record would name none of them).
+	checked := make(map[int64]bool, len(jobs))
 	for _, j := range jobs {
-		keep[j.ID] = true
+		checked[j.ID] = true
 	}
+	kept := jobs[:0]
 	var nss, ks []int32
 	for _, l := range locked {
-		if keep[l.ID] {
+		if checked[l.ID] {
 			c.held[l.ID] = lockKey{l.NS, fold(l.ID)}
+			delete(checked, l.ID)
 		} else {
 			nss, ks = append(nss, l.NS), append(ks, fold(l.ID))
 		}
 	}
+	for _, j := range jobs {
+		if _, ok := c.held[j.ID]; ok && !checked[j.ID] {
+			kept = append(kept, j)
+		}
+	}
+	jobs = kept
 	c.dropped.Add(int64(len(nss)))
 	if len(nss) > 0 {
 		if err := c.unlock(nss, ks); err != nil {
-			sweep = true
+			c.settle() // what it failed to unlock is not held: a sweep releases it
 		}
-	}
-	if sweep {
-		c.settle() // they are not held, so a sweep releases them
 	}
 	if c.conn == nil {
 		return nil, errors.New("dbq: postgres: claim: the claimer's connection broke; its jobs are claimable again")
@@ -409,28 +413,91 @@ func (c *AdvisoryClaimer) claimLocked(ctx context.Context, queueName string, loc
 	return jobs, nil
 }
 
-// lockConnected runs lock on the claimer's connection, taking a new one
-// when there is none. A connection found dead on the way (an idle
+// lockChecked walks and post-checks (walkChecked), taking a new connection
+// when the claimer has none. A connection found dead on the way (an idle
 // timeout or a proxy ended it while it held nothing) is replaced and the
-// walk run again, once: it held no job, so nothing is lost. c.mu is held.
-func (c *AdvisoryClaimer) lockConnected(ctx context.Context, queueName string, n int) ([]lockedRow, error) {
+// walk run again, once: it held no job, so nothing is lost. A resumed walk
+// that finds nothing is followed by one from the head (planWalk, walked). It returns
+// the rows locked and the jobs the post-check kept. c.mu is held.
+func (c *AdvisoryClaimer) lockChecked(ctx context.Context, queueName string, n int) ([]lockedRow, []*queue.Job, error) {
 	for try := 0; ; try++ {
 		if c.conn == nil {
 			if err := c.connect(ctx); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		held := len(c.held)
-		locked, err := c.lock(ctx, queueName, n)
-		if err == nil {
-			return locked, nil
+		w := c.planWalk(queueName, n)
+		for {
+			prepared := c.prepared
+			locked, jobs, took, err := c.walkChecked(ctx, w)
+			if err != nil {
+				c.settle()
+				if try > 0 || held > 0 || c.conn != nil || ctx.Err() != nil {
+					return nil, nil, err
+				}
+				c.d.log.Debug("dbq: postgres: the advisory claimer's idle connection was gone; claiming on a new one", "err", err)
+				break
+			}
+			c.prepared = true
+			if !c.walked(w, locked, took, prepared) {
+				return locked, jobs, nil
+			}
 		}
-		c.settle()
-		if try > 0 || held > 0 || c.conn != nil || ctx.Err() != nil {
-			return nil, err
-		}
-		c.d.log.Debug("dbq: postgres: the advisory claimer's idle connection was gone; claiming on a new one", "err", err)
 	}
+}
+
+// walkChecked runs walk w and the post-check in one round trip and one
+// transaction: under READ COMMITTED each statement reads a snapshot of its
+// own, so the post-check's is taken after the walk's locks (see Claim),
+// and it reads the ids the walk locked from a setting local to that
+// transaction (dbq.walked), which ends with it. A session whose
+// transactions default to another isolation level runs the post-check in
+// a transaction of its own, a round trip later, given the ids.
+//
+// It returns the rows the walk locked, the jobs the post-check kept, what
+// the walk took (to the end of its results) and the first error. c.mu is
+// held.
+func (c *AdvisoryClaimer) walkChecked(ctx context.Context, w *walkPlan) ([]lockedRow, []*queue.Job, time.Duration, error) {
+	var (
+		locked []lockedRow
+		jobs   []*queue.Job
+		end    time.Time
+	)
+	readJobs := func(rows pgx.Rows) (err error) {
+		jobs, err = readChecked(rows)
+		return err
+	}
+	steps := c.walkSteps(w, &locked)
+	walk := &steps[len(steps)-1]
+	read := walk.read
+	walk.read = func(rows pgx.Rows) error {
+		defer func() { end = time.Now() }()
+		return read(rows)
+	}
+	together := c.postCheck && c.oneTx
+	if together {
+		walk.chained = true
+		steps = append(steps, step{sql: c.d.stmts.postcheck, args: []any{nil, c.mark}, read: readJobs})
+	}
+	gctx, done := guard(ctx, c.conn.Conn().PgConn())
+	defer done()
+	start := time.Now()
+	err := cmp.Or(pipelined(gctx, c.conn.Conn(), steps)...)
+	for _, l := range locked {
+		c.nss[l.NS] = true // so that a sweep after a failed post-check finds them
+	}
+	if err == nil && c.postCheck && !together && len(locked) > 0 {
+		ids := make([]int64, len(locked))
+		for i, l := range locked {
+			ids[i] = l.ID
+		}
+		err = cmp.Or(pipelined(gctx, c.conn.Conn(), c.d.planned(c.d.stmts.postcheck, []any{ids, c.mark}, readJobs))...)
+	}
+	if err != nil {
+		return nil, nil, 0, failed(ctx, "claim", err)
+	}
+	return locked, jobs, end.Sub(start), nil
 }
 
 // lockedRow is a row claim_advisory.sql locked, with the count of rows its
@@ -443,7 +510,17 @@ type lockedRow struct {
 	Skipped  int32
 }
 
-// lock runs claim_advisory.sql. c.mu is held.
+// walkPlan is one walk's arguments: from is where it starts (nil: at the
+// head of the queue).
+type walkPlan struct {
+	queue   string
+	heldIDs []int64
+	n       int
+	cur     *cursor
+	from    *lockedRow
+}
+
+// planWalk says where the next walk of queueName starts. c.mu is held.
 //
 // A walk from the head reads past two kinds of rows before it finds free
 // ones: with many claimers, the jobs the others hold (work that grows with
@@ -462,7 +539,7 @@ type lockedRow struct {
 // the resume point: a queue its workers keep nearly empty would otherwise
 // walk every dead entry on nearly every claim.
 // Lower priority numbers are read from their start in every walk.
-func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]lockedRow, error) {
+func (c *AdvisoryClaimer) planWalk(queueName string, n int) *walkPlan {
 	heldIDs := make([]int64, 0, len(c.held))
 	for id := range c.held {
 		heldIDs = append(heldIDs, id)
@@ -476,101 +553,79 @@ func (c *AdvisoryClaimer) lock(ctx context.Context, queueName string, n int) ([]
 		c.cursors[queueName] = cur
 	}
 	cur.claims++
-	now := time.Now()
-	headDue := !now.Before(cur.notHeadBefore)
+	headDue := !time.Now().Before(cur.notHeadBefore)
 	if c.d.fronts.count(queueName)%resumeEvery == 0 && headDue {
 		cur.resume = nil
 	}
-	for {
-		from := cur.resume
-		if from != nil {
-			from = c.d.fronts.past(queueName, from)
-		}
-		priority, runAt, id := headPriority, headRunAt, int64(0)
-		if from != nil {
-			priority, runAt, id = from.Priority, pgtype.Timestamptz{Time: from.RunAt, Valid: true}, from.ID
-		}
-		start, prepared := time.Now(), c.prepared
-		locked, err := c.walk(ctx, queueName, heldIDs, n, priority, runAt, id)
-		if err != nil {
-			return nil, err
-		}
-		// The first walk on a connection prepares its statements: its time
-		// says nothing of the walk's.
-		c.prepared = true
-		switch took := time.Since(start); {
-		case !prepared:
-		case from == nil:
-			cur.notHeadBefore = time.Now().Add(headGap(took, cur.resumed))
-		default:
-			cur.resumed = took
-		}
-		if len(locked) > 0 {
-			c.skipped.Add(int64(locked[len(locked)-1].Skipped))
-			first := locked[0]
-			for _, l := range locked[1:] {
-				if before(&l, &first) {
-					first = l
-				}
-			}
-			cur.resume = &first
-			c.d.fronts.advance(queueName, locked)
-		} else if from == nil {
-			cur.resume = nil
-		}
-		if from != nil && len(locked) == 0 {
-			cur.resume = nil
-			c.d.fronts.reset(queueName, from)
-			continue // nothing past the resume point: walk from the head
-		}
-		return locked, nil
+	w := &walkPlan{queue: queueName, heldIDs: heldIDs, n: n, cur: cur}
+	if cur.resume != nil {
+		w.from = c.d.fronts.past(queueName, cur.resume)
 	}
+	return w
 }
 
-// walk runs claim_advisory.sql from (priority, runAt, id), in one round
-// trip with plan.sql before it in the same implicit transaction: the
-// planner settings that keep the walk on the claim index, whatever the
-// table's statistics, and its plan cached (plan.sql says why). c.mu
-// is held.
-func (c *AdvisoryClaimer) walk(ctx context.Context, queueName string, heldIDs []int64, n int,
-	priority int16, runAt pgtype.Timestamptz, id int64) ([]lockedRow, error) {
+// walked records what walk w locked, which took took (timed: the only
+// walk of its round trip, on a connection that had its statements
+// prepared), and reports whether to walk again: a resumed walk that found
+// nothing is followed by one from the head, which w then is. c.mu is
+// held.
+func (c *AdvisoryClaimer) walked(w *walkPlan, locked []lockedRow, took time.Duration, timed bool) (again bool) {
+	cur := w.cur
+	switch {
+	case !timed:
+	case w.from == nil:
+		cur.notHeadBefore = time.Now().Add(headGap(took, cur.resumed))
+	default:
+		cur.resumed = took
+	}
+	if len(locked) > 0 {
+		c.skipped.Add(int64(locked[len(locked)-1].Skipped))
+		first := locked[0]
+		for _, l := range locked[1:] {
+			if before(&l, &first) {
+				first = l
+			}
+		}
+		cur.resume = &first
+		c.d.fronts.advance(w.queue, locked)
+		return false
+	}
+	cur.resume = nil
+	if w.from == nil {
+		return false
+	}
+	c.d.fronts.reset(w.queue, w.from)
+	w.from = nil // nothing past the resume point: walk from the head
+	return true
+}
+
+// walk runs claim_advisory.sql as w says, in one round trip with plan.sql
+// before it in the same implicit transaction: the planner settings that
+// keep the walk on the claim index, whatever the table's statistics, and
+// its plan cached (plan.sql says why). c.mu is held.
+func (c *AdvisoryClaimer) walk(ctx context.Context, w *walkPlan) ([]lockedRow, error) {
 	gctx, done := guard(ctx, c.conn.Conn().PgConn())
 	defer done()
 	var locked []lockedRow
-	errs := pipelined(gctx, c.conn.Conn(), c.d.planned(c.d.stmts.claimAdvisory, c.walkArgs(queueName, heldIDs, n, priority, runAt, id),
-		func(rows pgx.Rows) (err error) {
-			locked, err = readLocked(rows)
-			return err
-		}))
+	errs := pipelined(gctx, c.conn.Conn(), c.walkSteps(w, &locked))
 	if err := cmp.Or(errs...); err != nil {
 		return nil, failed(ctx, "claim", err)
 	}
 	return locked, nil
 }
 
-// walkArgs are claim_advisory.sql's arguments. c.mu is held.
-func (c *AdvisoryClaimer) walkArgs(queueName string, heldIDs []int64, n int, priority int16, runAt pgtype.Timestamptz, id int64) []any {
-	return []any{queueName, heldIDs, int32(n), priority, runAt, id, c.mark}
-}
-
-// check runs the post-check and returns the jobs still ready, read fresh.
-// c.mu is held.
-func (c *AdvisoryClaimer) check(ctx context.Context, locked []lockedRow) ([]*queue.Job, error) {
-	ids := make([]int64, len(locked))
-	for i, l := range locked {
-		ids[i] = l.ID
+// walkSteps are the steps of walk w, which read the rows it locked into
+// locked. c.mu is held.
+func (c *AdvisoryClaimer) walkSteps(w *walkPlan, locked *[]lockedRow) []step {
+	priority, runAt, id := headPriority, headRunAt, int64(0)
+	if w.from != nil {
+		priority, runAt, id = w.from.Priority, pgtype.Timestamptz{Time: w.from.RunAt, Valid: true}, w.from.ID
 	}
-	gctx, done := guard(ctx, c.conn.Conn().PgConn())
-	defer done()
-	var jobs []*queue.Job
-	errs := pipelined(gctx, c.conn.Conn(), c.d.planned(c.d.stmts.postcheck, []any{ids, c.mark}, func(rows pgx.Rows) (err error) {
-		jobs, err = readChecked(rows)
-		return err
-	}))
-	if err := cmp.Or(errs...); err != nil {
-		return nil, failed(ctx, "claim post-check", err)
-	}
-	return jobs, nil
+	return c.d.planned(c.d.stmts.claimAdvisory, []any{w.queue, w.heldIDs, int32(w.n), priority, runAt, id, c.mark},
+		func(rows pgx.Rows) (err error) {
+			*locked, err = readLocked(rows)
+			return err
+		})
 }
 
 // readChecked reads the rows postcheck.sql returned.
@@ -659,7 +714,8 @@ func (c *AdvisoryClaimer) start(ctx context.Context, op string, leases []queue.L
 }
 
 // Complete deletes the jobs, then, once the delete has committed, unlocks
-// them. Leases this connection does not hold are reported lost.
+// them, in one round trip (completeSteps). Leases this connection does not
+// hold are reported lost.
 func (c *AdvisoryClaimer) Complete(ctx context.Context, leases []queue.Lease) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -667,16 +723,82 @@ func (c *AdvisoryClaimer) Complete(ctx context.Context, leases []queue.Lease) er
 	if err != nil || len(valid) == 0 {
 		return cmp.Or(err, queue.LostLeases(leases, nil))
 	}
-	done, err := c.d.plannedIDs(ctx, c.conn.Conn(), true, c.d.stmts.completeAdvisory, valid, c.mark)
-	if err != nil {
+	var r completion
+	gctx, done := guard(ctx, c.conn.Conn().PgConn())
+	errs := pipelined(gctx, c.conn.Conn(), c.completeSteps(valid, &r))
+	done()
+	unlock, sweep := c.completed(valid, &r, errs)
+	c.release(unlock)
+	if sweep {
+		c.settle()
+	}
+	if err := r.err(errs); err != nil {
 		if c.broken() {
 			return queue.LostLeases(leases, nil)
 		}
 		return failed(ctx, "complete", err)
 	}
-	// The delete has committed: only now may the locks go (see claim).
-	c.release(valid)
-	return queue.LostLeases(leases, done)
+	return queue.LostLeases(leases, r.done)
+}
+
+// completion is what completeSteps read: the jobs deleted and those
+// unlocked.
+type completion struct {
+	done, unlocked []int64
+}
+
+// err is the delete's error among completeSteps' errors errs.
+func (*completion) err(errs []error) error { return cmp.Or(errs[0], errs[1]) }
+
+// unlockErr is the unlock's error among completeSteps' errors errs.
+func (*completion) unlockErr(errs []error) error { return cmp.Or(errs[2], errs[3]) }
+
+// completeSteps are the steps that complete the held jobs valid, reading
+// into r: the delete (complete_advisory.sql, after plan.sql), then, in a
+// transaction of its own, the unlock of those of them no longer ready
+// (unlock_completed.sql) - all of them once the delete has committed,
+// none if it failed. c.mu is held.
+func (c *AdvisoryClaimer) completeSteps(valid []int64, r *completion) []step {
+	nss := make([]int32, len(valid))
+	for i, id := range valid {
+		nss[i] = c.held[id].ns
+	}
+	return append(c.d.planned(c.d.stmts.completeAdvisory, []any{valid, c.mark}, func(rows pgx.Rows) (err error) {
+		r.done, err = readIDs(rows)
+		return err
+	}), c.d.planned(c.d.stmts.unlockCompleted, []any{nss, valid, c.mark}, func(rows pgx.Rows) (err error) {
+		r.unlocked, err = readIDs(rows)
+		return err
+	})...)
+}
+
+// completed settles the held jobs valid after completeSteps ran with
+// errors errs: those unlocked are forgotten, and when the delete
+// committed, the rest (none, unless the unlock failed partway) are
+// returned to unlock. sweep says the unlock failed, leaving which locks
+// went unknown. c.mu is held.
+func (c *AdvisoryClaimer) completed(valid []int64, r *completion, errs []error) (unlock []int64, sweep bool) {
+	deleted := r.err(errs) == nil
+	if r.unlockErr(errs) != nil {
+		if deleted {
+			for _, id := range valid {
+				delete(c.held, id)
+			}
+		}
+		return nil, true
+	}
+	for _, id := range r.unlocked {
+		delete(c.held, id)
+	}
+	if !deleted {
+		return nil, false
+	}
+	for _, id := range valid {
+		if _, ok := c.held[id]; ok {
+			unlock = append(unlock, id)
+		}
+	}
+	return unlock, false
 }
 
 // Retry records the failures (retry_advisory.sql), then, once that has

@@ -3,8 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -304,7 +306,7 @@ func TestAdvisoryWalkCountsSkipped(t *testing.T) {
 		t.Fatalf("first claimer took %v, want the first 30 of %v", jobIDs(held), ids)
 	}
 	b.mu.Lock()
-	rows, err := b.walk(ctx, "w", []int64{}, 5, headPriority, headRunAt, 0)
+	rows, err := b.walk(ctx, &walkPlan{queue: "w", heldIDs: []int64{}, n: 5})
 	b.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +321,7 @@ func TestAdvisoryWalkCountsSkipped(t *testing.T) {
 	}
 	// A second walk of the same session counts afresh.
 	b.mu.Lock()
-	rows, err = b.walk(ctx, "w", []int64{ids[30], ids[31], ids[32], ids[33], ids[34]}, 1, headPriority, headRunAt, 0)
+	rows, err = b.walk(ctx, &walkPlan{queue: "w", heldIDs: []int64{ids[30], ids[31], ids[32], ids[33], ids[34]}, n: 1})
 	b.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
@@ -464,4 +466,109 @@ func TestAdvisoryClaimersShareAFront(t *testing.T) {
 		}
 	}
 	t.Fatalf("the job behind the front was not claimed within %d walks of the Driver's claimers", resumeEvery)
+}
+
+// TestAdvisoryUnlockWaitsForTheDelete: Complete sends the unlock in the
+// delete's round trip, in a transaction of its own that unlocks only jobs
+// no longer ready. A delete that fails (a trigger raises here) leaves
+// every job locked and in the table; a delete that finds its rows gone
+// (deleted behind the claimer's back) still unlocks them, and reports
+// their leases lost.
+func TestAdvisoryUnlockWaitsForTheDelete(t *testing.T) {
+	q := newQueue(t, Config{}, true)
+	ctx := testCtx(t)
+	d := driverOf(t, q)
+	enqueueN(t, q, "gate", 10)
+	c := advisoryClaimer(t, q)
+	jobs := claim(t, c, "gate", 6)
+	if len(jobs) != 6 {
+		t.Fatalf("claimed %d jobs, want 6", len(jobs))
+	}
+	fn := strings.TrimSuffix(d.stmts.table, `"`) + `_refuse"` // in the table's schema
+	for _, sql := range []string{
+		`CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`,
+		`CREATE TRIGGER refuse BEFORE DELETE ON ` + d.stmts.table + ` FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`,
+	} {
+		if _, err := testPool(t).Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Complete(ctx, queue.Leases(jobs[:2])); err == nil || errors.Is(err, queue.ErrLeaseLost) {
+		t.Fatalf("Complete with the delete refused: %v, want its error", err)
+	}
+	wantLocks(t, "after a refused Complete", c, queue.IDs(jobs))
+	if n := countRows(t, q, ""); n != 10 {
+		t.Fatalf("%d jobs in the table, want all 10", n)
+	}
+	if _, err := testPool(t).Exec(ctx, `DROP TRIGGER refuse ON `+d.stmts.table); err != nil {
+		t.Fatal(err)
+	}
+
+	// Deleted behind its back: the delete finds nothing.
+	if _, err := testPool(t).Exec(ctx, `DELETE FROM `+d.stmts.table+` WHERE id = ANY($1)`, queue.IDs(jobs[:2])); err != nil {
+		t.Fatal(err)
+	}
+	var lost *queue.LeaseLostError
+	if err := c.Complete(ctx, queue.Leases(jobs[:2])); !errors.As(err, &lost) || !sameIDs(lost.IDs, queue.IDs(jobs[:2])) {
+		t.Fatalf("Complete of jobs deleted elsewhere: %v, want both leases lost", err)
+	}
+	wantLocks(t, "after completing vanished jobs", c, queue.IDs(jobs[2:]))
+	if err := c.Complete(ctx, queue.Leases(jobs[2:])); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	wantLocks(t, "after Complete", c, nil)
+	if n := countRows(t, q, ""); n != 4 {
+		t.Fatalf("%d jobs in the table, want the 4 never claimed", n)
+	}
+}
+
+// TestAdvisoryPostCheckReadsOnlyItsWalk: the post-check reads the ids its
+// walk recorded in the session (dbq.walked). Should the record be stale (a
+// walk that locks nothing may leave it as it was, depending on the plan;
+// set by hand here), the jobs named there - held already, or by nobody -
+// are not handed out.
+func TestAdvisoryPostCheckReadsOnlyItsWalk(t *testing.T) {
+	q := newQueue(t, Config{}, true)
+	ids := enqueueN(t, q, "full", 8)
+	c := advisoryClaimer(t, q)
+	held := claim(t, c, "full", 5)
+	if len(held) != 5 {
+		t.Fatalf("claimed %d jobs, want 5", len(held))
+	}
+	other := advisoryClaimer(t, q)
+	theirs := claim(t, other, "full", 3)
+	stale := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(ids)), ","), "[]")
+	for _, name := range []string{"empty", "full"} {
+		c.mu.Lock()
+		_, err := c.conn.Exec(testCtx(t), "SELECT set_config('dbq.walked', $1, false)", stale)
+		c.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := claim(t, c, name, 5); len(got) != 0 {
+			t.Fatalf("a claim of %q with nothing claimable returned %v (held: %v)", name, queue.IDs(got), queue.IDs(held))
+		}
+		wantLocks(t, "after a claim of "+name, c, queue.IDs(held))
+	}
+	// The walk records even an empty result, so a stale record cannot
+	// reach the post-check above through this plan; the claim's last
+	// step drops such jobs all the same.
+	c.mu.Lock()
+	got, err := c.keepChecked("full", nil, []*queue.Job{{ID: held[0].ID}, {ID: theirs[0].ID}})
+	c.mu.Unlock()
+	if err != nil || len(got) != 0 {
+		t.Fatalf("jobs the walk did not lock, kept: %v, %v", queue.IDs(got), err)
+	}
+	wantLocks(t, "after a stale post-check", c, queue.IDs(held))
+	if err := other.Complete(testCtx(t), queue.Leases(theirs)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameIDs reports whether a and b hold the same ids, in any order.
+func sameIDs(a, b []int64) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

@@ -151,7 +151,9 @@ func userPoolQueue(t *testing.T, cfg Config) (*queue.Queue, func(*testing.T) []m
 // poolSessions holds n connections of pool at once — every idle one among
 // them — and reads on each the settings a session can be left with: the
 // ones SET on it, the isolation level and timeouts whatever their source,
-// and dbq's own custom setting.
+// and dbq's own custom settings. Empty counts as unset: a custom setting
+// once set stays defined in its session, empty when reset (PostgreSQL has
+// no way to remove it), and dbq reads empty as unset.
 func poolSessions(t *testing.T, pool *pgxpool.Pool, n int) []map[string]string {
 	t.Helper()
 	ctx := testCtx(t)
@@ -165,7 +167,8 @@ func poolSessions(t *testing.T, pool *pgxpool.Pool, n int) []map[string]string {
 		rows, err := c.Query(ctx, `SELECT name, setting FROM pg_settings
 			WHERE source = 'session' OR name IN ('transaction_isolation', 'default_transaction_isolation',
 				'lock_timeout', 'statement_timeout', 'idle_in_transaction_session_timeout')
-			UNION ALL SELECT 'dbq.claim_skipped', coalesce(current_setting('dbq.claim_skipped', true), '<unset>')`)
+			UNION ALL SELECT name, coalesce(nullif(current_setting(name, true), ''), '<unset>')
+			FROM unnest(ARRAY['dbq.claim_skipped', 'dbq.claimer', 'dbq.walked', 'dbq.completed']) AS name`)
 		if err != nil {
 			t.Fatalf("session settings: %v", err)
 		}

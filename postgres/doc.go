@@ -46,7 +46,15 @@
 // connection that keeps only the locked jobs still ready, lets those go.
 // It is mandatory: without it such jobs run twice. Ids 2^32 apart share a
 // lock key; that only makes a job look busy, and the post-check keeps it
-// from ever being handed out twice.
+// from ever being handed out twice. The walk and the post-check go in one
+// round trip and one transaction: under READ COMMITTED each statement
+// takes a snapshot of its own, so the post-check's follows the walk's
+// locks, and the walk hands it the ids it locked in a setting local to
+// that transaction (dbq.walked). A session whose transactions default to
+// REPEATABLE READ or SERIALIZABLE would read both from one snapshot, and
+// jobs would run twice (TestPostCheckRace shows it): there the claimer,
+// which reads the level when it connects, runs the post-check in a
+// transaction of its own, a round trip later.
 //
 // # Plans
 //
@@ -81,9 +89,21 @@
 //
 // The rule that makes the post-check work: a claimer unlocks a job only
 // after the statement that completed, retried or made it dead has
-// committed, in a later round trip. Unlocking first (or in the same
-// transaction, such as one pgx.Batch) would let another claimer lock the
-// job and pass its post-check before the change is visible.
+// committed. Unlocking first (or in the same transaction, such as one
+// pgx.Batch) would let another claimer lock the job and pass its
+// post-check before the change is visible. A completion sends its unlock
+// in the delete's round trip all the same, pipelined in a transaction of
+// its own after the delete's (unlock_completed.sql): it unlocks only the
+// jobs no longer ready, so a delete that failed leaves its jobs locked,
+// as if it had not been sent.
+//
+// An advisory claim is thus one round trip, and so is a completion: two
+// per batch, where the walk, the post-check, the delete and the unlock
+// took one each. `dbq bench --sections drain --strategies advisory`,
+// 100,000 jobs, PostgreSQL 15 with its defaults on 2 cores, alternating
+// with the code before, jobs/s: 1 Worker 29,163 / 27,064 -> 43,691 /
+// 32,865; 2 Workers 39,109 / 40,809 -> 52,191 / 39,656; 8 Workers 42,587 /
+// 39,618 -> 49,496 / 41,660.
 //
 // SkipLocked is a queue.CompleteClaimer: a Worker sends the completions
 // waiting when it claims with the claim, pipelined on one connection with
@@ -91,10 +111,12 @@
 // claim leaves the completions done: one round trip per batch instead of
 // two. Pipelining needs pgx's default exec mode (cache_statement); in any
 // other the claimer completes and claims in separate calls. Advisory is
-// not: pipelining its delete with the walk (then the unlock with the
-// post-check) was measured slower from 4 Workers up (`dbq bench --sections
-// drain`, 100,000 jobs: 23,266 against 57,667 jobs/s at 32 Workers), so it
-// completes and claims in separate calls.
+// not: sending the delete, the gated unlock, the walk and the post-check
+// in one round trip made 1 Worker faster still (47,654 / 38,810 jobs/s in
+// the runs above) but 4 to 8 Workers slower (43,933 / 36,625 at 8) - the
+// Worker then completes only when it claims, where separate calls let its
+// result writer complete while the claim loop claims - so it completes
+// and claims in separate calls.
 //
 // SkipLocked claims with one statement, WITH c AS MATERIALIZED (SELECT …
 // FOR UPDATE SKIP LOCKED) UPDATE … FROM c, that marks the rows claimed

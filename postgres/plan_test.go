@@ -43,7 +43,9 @@ func TestIDListPlansUsePrimaryKey(t *testing.T) {
 		name, sql, args string
 	}{
 		{"complete_advisory", d.stmts.completeAdvisory, ids + ", 'mark'"},
+		{"unlock_completed", d.stmts.unlockCompleted, "'{1,1,1}', " + ids + ", 'mark'"},
 		{"postcheck", d.stmts.postcheck, ids + ", 'mark'"},
+		{"postcheck_walked", d.stmts.postcheck, "NULL, 'mark'"},
 		{"retry_advisory", d.stmts.retryAdvisory, ids + ", '{0,0,0}', '{a,b,c}', '{f,f,f}', '{f,f,f}', 'mark'"},
 		{"cancel", d.stmts.cancel, ids},
 		{"retry_dead_ids", d.stmts.retryDeadIDs, "'p', " + ids},

@@ -238,6 +238,7 @@ func TestAdvisorySessionGuard(t *testing.T) {
 		{"claim", d.stmts.claimAdvisory, []any{"guard", []int64{}, int32(5), headPriority, headRunAt, int64(0), "mine"}},
 		{"postcheck", d.stmts.postcheck, []any{ids, "mine"}},
 		{"complete", d.stmts.completeAdvisory, []any{ids, "mine"}},
+		{"unlock completed", d.stmts.unlockCompleted, []any{ns, ids, "mine"}},
 		{"unlock", d.stmts.unlock, []any{ns, ns, "mine"}},
 		{"unlock all", d.stmts.unlockAll, []any{"mine"}},
 		{"held locks", d.stmts.heldLocks, []any{"mine"}},

@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dbqueue/dbq/dialect"
+	"github.com/dbqueue/dbq/internal/dbtest"
 	"github.com/dbqueue/dbq/queue"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // raceRound is one round of the post-check race: claimers claim→complete
@@ -123,8 +126,12 @@ func TestPostCheckRace(t *testing.T) {
 			}
 		}
 	})
-	t.Run("On", func(t *testing.T) {
-		q := newQueue(t, Config{}, true)
+	on := func(t *testing.T, q *queue.Queue, oneTx bool) {
+		c := advisoryClaimer(t, q)
+		claim(t, c, "probe", 1) // connects
+		if c.oneTx != oneTx {
+			t.Fatalf("walk and post-check in one transaction: %v, want %v", c.oneTx, oneTx)
+		}
 		var dropped int64
 		for round := 1; ; round++ {
 			r := runRace(t, q, "race", total, claimers, batch)
@@ -141,6 +148,34 @@ func TestPostCheckRace(t *testing.T) {
 				t.Fatalf("the post-check dropped nothing in %d rounds: the race did not happen, so the test proves nothing", maxRounds)
 			}
 		}
+	}
+	t.Run("On", func(t *testing.T) { on(t, newQueue(t, Config{}, true), true) })
+	// Sessions whose transactions default to REPEATABLE READ: the
+	// post-check runs in a transaction of its own.
+	t.Run("OnRepeatableRead", func(t *testing.T) {
+		ctx := testCtx(t)
+		pcfg, err := pgxpool.ParseConfig(dbtest.DSN(dialect.Postgres))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pcfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "repeatable read"
+		pcfg.MaxConns = 16
+		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		var cfg Config
+		cfg.Schema = newSchema(t, testPool(t))
+		q, err := New(pool, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = q.Close() })
+		if err := Migrate(ctx, pool, cfg); err != nil {
+			t.Fatal(err)
+		}
+		on(t, q, false)
 	})
 }
 

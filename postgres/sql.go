@@ -30,7 +30,7 @@ type statements struct {
 
 	// Advisory strategy.
 	claimAdvisory, postcheck, completeAdvisory, retryAdvisory string
-	unlock, unlockAll, heldLocks, session                     string
+	unlock, unlockCompleted, unlockAll, heldLocks, session    string
 
 	// SKIP LOCKED strategy.
 	claimSkipLocked, completeSkipLocked, retrySkipLocked string
@@ -120,6 +120,7 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"complete_advisory":   &s.completeAdvisory,
 		"retry_advisory":      &s.retryAdvisory,
 		"unlock":              &s.unlock,
+		"unlock_completed":    &s.unlockCompleted,
 		"unlock_all":          &s.unlockAll,
 		"held_locks":          &s.heldLocks,
 		"session":             &s.session,

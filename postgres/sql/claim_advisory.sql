@@ -10,14 +10,15 @@
 -- index scans, each is locked in a LATERAL subquery of its own (fenced by
 -- OFFSET 0, so it runs once per row), and the LIMIT stops pulling rows as
 -- soon as $3 are locked: nothing between the scan and the LIMIT reads
--- ahead (no sort, no window, no CTE read twice). The rows come from this
+-- ahead (no sort, no window; walked is materialized whole before it is
+-- read, so reading it twice locks nothing more). The rows come from this
 -- statement's snapshot: a job another claimer completed and unlocked since
 -- may be locked here, which is why the post-check (postcheck.sql) must
 -- follow.
 --
 -- The walk starts at ($4, $5, $6) in claim order: the head of the queue,
 -- or, after a walk that locked all it asked for, the first row that walk
--- locked (claim_advisory.go, lock).
+-- locked (claim_advisory.go, planWalk).
 -- The branches, in order: the priorities before $4 from their start (a
 -- new urgent job is never passed over), priority $4 from ($5, $6), and
 -- the priorities after $4 from their start. Each priority is one range of
@@ -30,6 +31,10 @@
 -- held them (AdvisoryClaimer.HeldSkipped): each failed lock adds one to a
 -- transaction-local setting, which the statement's own implicit
 -- transaction ends; a walk's count is the last row's.
+-- The ids locked are also recorded, comma-separated, in dbq.walked, a
+-- setting local to the transaction, for a post-check that runs in it
+-- (postcheck.sql with $1 NULL). walked is read once by that aggregate and
+-- once for the rows returned; the LIMIT inside it still stops the walk.
 -- The session guard (session.sql): $7 is the claimer's mark on its
 -- session; run in any other session (a transaction pooler handed the
 -- statement to another server connection) the statement fails before it
@@ -54,7 +59,7 @@ WITH RECURSIVE lo(p) AS (
             ORDER BY priority LIMIT 1)
     FROM prio
     WHERE prio.p IS NOT NULL
-)
+), walked AS MATERIALIZED (
 SELECT c.id, c.ns, c.priority, c.run_at,
        coalesce(nullif(current_setting('dbq.claim_skipped', true), ''), '0')::int4 AS skipped
 FROM (
@@ -102,3 +107,8 @@ WHERE l.locked
          ELSE ('dbq: postgres: server process ' || pg_backend_pid()
                || ' is not the advisory claimer''s session: a transaction pooler is in the way')::bool END
 LIMIT $3
+)
+SELECT w.id, w.ns, w.priority, w.run_at, w.skipped
+FROM (SELECT set_config('dbq.walked', coalesce(string_agg(id::text, ','), ''), true) AS ids
+      FROM walked) AS s
+JOIN walked AS w ON s.ids IS NOT NULL
