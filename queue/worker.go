@@ -345,8 +345,12 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 			return nil
 		case <-r.slots:
 		}
-		if claimSlot != nil && !r.takeClaimSlot(ctx, claimSlot) {
-			return nil
+		if claimSlot != nil {
+			select {
+			case <-ctx.Done():
+				return nil
+			case claimSlot <- struct{}{}:
+			}
 		}
 		free := r.gather(1)
 		jobs, wrote, err := r.claim(ctx, free)
@@ -392,28 +396,6 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 				return nil
 			}
 		}
-	}
-}
-
-// takeClaimSlot takes a turn to claim from slot (Config.ClaimConcurrency),
-// reporting false when ctx ends first. While it waits for one, the
-// completions go to the result writer rather than wait for the claim:
-// with more Workers than slots, completions that waited for claims would
-// be held up by the claim limit and keep their jobs held, which every
-// other claim then walks past.
-func (r *runState) takeClaimSlot(ctx context.Context, slot chan struct{}) bool {
-	select {
-	case slot <- struct{}{}:
-		return true
-	default:
-	}
-	r.handOver(handoff{results: r.pending.close()})
-	select {
-	case <-ctx.Done():
-		return false
-	case slot <- struct{}{}:
-		r.pending.open()
-		return true
 	}
 }
 
