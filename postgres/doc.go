@@ -101,9 +101,10 @@
 // per batch, where the walk, the post-check, the delete and the unlock
 // took one each. `dbq bench --sections drain --strategies advisory`,
 // 100,000 jobs, PostgreSQL 15 with its defaults on 2 cores, alternating
-// with the code before, jobs/s: 1 Worker 29,163 / 27,064 -> 43,691 /
-// 32,865; 2 Workers 39,109 / 40,809 -> 52,191 / 39,656; 8 Workers 42,587 /
-// 39,618 -> 49,496 / 41,660.
+// with the code before, jobs/s: 1 Worker 24,340-30,410 -> 32,865-43,691;
+// 2 Workers 35,545-45,614 -> 39,656-52,191. From 4 Workers up, where the
+// server fills both cores, no difference beyond the noise (8 Workers
+// 39,618-48,206 -> 38,109-49,496).
 //
 // SkipLocked is a queue.CompleteClaimer: a Worker sends the completions
 // waiting when it claims with the claim, pipelined on one connection with
