@@ -179,14 +179,6 @@ func (c *AdvisoryClaimer) connect(ctx context.Context) error {
 		c.dropConn()
 		return err
 	}
-	gctx, done := guard(ctx, c.conn.Conn().PgConn())
-	defer done()
-	var isolation string
-	if err := c.conn.QueryRow(gctx, "SELECT current_setting('transaction_isolation')").Scan(&isolation); err != nil {
-		c.dropConn()
-		return failed(ctx, "read the isolation level", err)
-	}
-	c.oneTx = isolation == "read committed"
 	return nil
 }
 
@@ -196,10 +188,14 @@ func (c *AdvisoryClaimer) connect(ctx context.Context) error {
 func (c *AdvisoryClaimer) markSession(ctx context.Context) error {
 	gctx, done := guard(ctx, c.conn.Conn().PgConn())
 	defer done()
-	var marked bool
-	if err := c.conn.QueryRow(gctx, c.d.stmts.session, c.mark, c.d.stmts.table).Scan(&c.pid, &marked); err != nil {
+	var (
+		marked    bool
+		isolation string
+	)
+	if err := c.conn.QueryRow(gctx, c.d.stmts.session, c.mark, c.d.stmts.table).Scan(&c.pid, &marked, &isolation); err != nil {
 		return failed(ctx, "take a session", err)
 	}
+	c.oneTx = isolation == "read committed"
 	if !marked {
 		return fmt.Errorf("%w: postgres: the session of server process %d already holds another advisory claimer's locks or mark; %s",
 			queue.ErrUnsupportedServer, c.pid, adviceAdvisory)
@@ -336,7 +332,10 @@ func (c *AdvisoryClaimer) sweep(ctx context.Context) error {
 // before returning; a claim that finished before ctx ended returns its
 // jobs.
 func (c *AdvisoryClaimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.Job, error) {
-	if err := claimArgs(queueName, n); err != nil {
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, n)
+	}
+	if err := dialect.ValidateQueue(queueName); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
@@ -352,14 +351,6 @@ func (c *AdvisoryClaimer) Claim(ctx context.Context, queueName string, n int) ([
 		return nil, err
 	}
 	return c.keepChecked(queueName, locked, jobs)
-}
-
-// claimArgs checks a claim's queue name and count.
-func claimArgs(queueName string, n int) error {
-	if n <= 0 {
-		return fmt.Errorf("%w: got %d", queue.ErrInvalidLimit, n)
-	}
-	return dialect.ValidateQueue(queueName)
 }
 
 // keepChecked ends a claim whose walk locked locked and whose post-check
@@ -389,7 +380,7 @@ func (c *AdvisoryClaimer) keepChecked(queueName string, locked []lockedRow, jobs
 		}
 	}
 	for _, j := range jobs {
-		if _, ok := c.held[j.ID]; ok && !checked[j.ID] {
+		if !checked[j.ID] { // locked by this walk: no longer in checked
 			kept = append(kept, j)
 		}
 	}
@@ -597,21 +588,6 @@ func (c *AdvisoryClaimer) walked(w *walkPlan, locked []lockedRow, took time.Dura
 	c.d.fronts.reset(w.queue, w.from)
 	w.from = nil // nothing past the resume point: walk from the head
 	return true
-}
-
-// walk runs claim_advisory.sql as w says, in one round trip with plan.sql
-// before it in the same implicit transaction: the planner settings that
-// keep the walk on the claim index, whatever the table's statistics, and
-// its plan cached (plan.sql says why). c.mu is held.
-func (c *AdvisoryClaimer) walk(ctx context.Context, w *walkPlan) ([]lockedRow, error) {
-	gctx, done := guard(ctx, c.conn.Conn().PgConn())
-	defer done()
-	var locked []lockedRow
-	errs := pipelined(gctx, c.conn.Conn(), c.walkSteps(w, &locked))
-	if err := cmp.Or(errs...); err != nil {
-		return nil, failed(ctx, "claim", err)
-	}
-	return locked, nil
 }
 
 // walkSteps are the steps of walk w, which read the rows it locked into

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -571,4 +572,17 @@ func sameIDs(a, b []int64) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// walk runs walk w alone, without the post-check, and returns the rows it
+// locked. c.mu is held.
+func (c *AdvisoryClaimer) walk(ctx context.Context, w *walkPlan) ([]lockedRow, error) {
+	gctx, done := guard(ctx, c.conn.Conn().PgConn())
+	defer done()
+	var locked []lockedRow
+	errs := pipelined(gctx, c.conn.Conn(), c.walkSteps(w, &locked))
+	if err := cmp.Or(errs...); err != nil {
+		return nil, failed(ctx, "claim", err)
+	}
+	return locked, nil
 }

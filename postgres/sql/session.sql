@@ -7,8 +7,10 @@
 -- client's statements to a server connection other clients use too, and
 -- advisory locks are re-entrant, so two claimers in one session would both
 -- take the same job. In one statement, so nothing can come between the
--- check and the mark. Returns the server process and whether the mark was
--- set.
+-- check and the mark. Returns the server process, whether the mark was
+-- set, and the isolation level the session's transactions start with (the
+-- claim's post-check shares the walk's transaction only under READ
+-- COMMITTED; claim_advisory.go, walkChecked).
 SELECT pg_backend_pid(),
        CASE WHEN coalesce(current_setting('dbq.claimer', true), '') = ''
                  AND NOT EXISTS (SELECT 1 FROM pg_locks
@@ -16,4 +18,5 @@ SELECT pg_backend_pid(),
                                    AND pid = pg_backend_pid() AND classid = to_regclass($2)::oid)
             THEN set_config('dbq.claimer', $1, false) IS NOT NULL
             ELSE false
-       END
+       END,
+       current_setting('transaction_isolation')
