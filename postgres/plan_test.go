@@ -86,6 +86,9 @@ func TestIDListPlansUsePrimaryKey(t *testing.T) {
 			}
 		})
 	}
+	// The advisory walk's generic plan, made on this table the planner has
+	// no statistics for, hashes the held ids too.
+	wantHeldHashed(t, d, "p")
 }
 
 // TestClaimSkipsFutureJobsAhead: a claim (either strategy) does not read
@@ -228,31 +231,10 @@ func TestAdvisoryWalkKeepsToClaimIndex(t *testing.T) {
 	setup.Release()
 	args := []any{"w", []int64{}, int32(100), headPriority, headRunAt, int64(0), "plan"}
 	explain := func(settings bool) []string {
-		conn, err := d.pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Release()
-		tx, err := conn.Begin(ctx) // EXPLAIN without ANALYZE: no lock is taken
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, "SELECT set_config('dbq.claimer', 'plan', true)"); err != nil {
-			t.Fatal(err)
-		}
-		if settings {
-			if _, err := tx.Exec(ctx, d.stmts.plan); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var plan string
-		if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+d.stmts.claimAdvisory, args...).Scan(&plan); err != nil {
-			t.Fatal(err)
-		}
 		var doc []struct {
 			Plan explainNode `json:"Plan"`
 		}
+		plan := explainWalk(t, d, settings, "FORMAT JSON", args)
 		if err := json.Unmarshal([]byte(plan), &doc); err != nil || len(doc) != 1 {
 			t.Fatalf("plan %q: %v", plan, err)
 		}
@@ -264,10 +246,12 @@ func TestAdvisoryWalkKeepsToClaimIndex(t *testing.T) {
 	if scans := explain(true); slices.Contains(scans, "Seq Scan") || slices.Contains(scans, "Sort") {
 		t.Fatalf("with plan.sql the walk still scans the table or sorts: %v", scans)
 	}
+	wantHeldHashed(t, d, "w")
 
 	// The claimer's own walks: the table's scan counters, flushed by the
 	// claimer's session before it answers pg_stat_force_next_flush, must
 	// show index scans and no sequential scan.
+
 	c := advisoryClaimer(t, q)
 	counts := func() (seq, idx int64) {
 		if _, err := c.conn.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
@@ -294,6 +278,58 @@ func TestAdvisoryWalkKeepsToClaimIndex(t *testing.T) {
 		t.Fatalf("the claimer's 8 claims scanned the jobs table %d times and its indexes %d times; want no table scan", seq-seq0, idx-idx0)
 	}
 	t.Logf("%d index scans, no sequential scan", idx-idx0)
+}
+
+// wantHeldHashed fails t unless the advisory walk of queueName, planned
+// with plan.sql, looks the jobs its session holds up in a hash built once
+// per walk in each of its three scans, rather than comparing every row it
+// reads with every held id.
+func wantHeldHashed(t *testing.T, d *Driver, queueName string) {
+	t.Helper()
+	held := make([]int64, 1000)
+	for i := range held {
+		held[i] = int64(i)*10 + 10
+	}
+	args := []any{queueName, held, int32(100), headPriority, headRunAt, int64(0), "plan"}
+	text := explainWalk(t, d, true, "FORMAT TEXT", args)
+	if strings.Count(text, "hashed SubPlan") < 3 || strings.Contains(text, "ALL (") {
+		t.Fatalf("the walk does not look its held ids up in a hash in each of its three scans:\n%s", text)
+	}
+}
+
+// explainWalk returns the advisory walk's plan (EXPLAIN (format) without
+// ANALYZE: no lock is taken) for args, in a transaction of its own that it
+// rolls back, after plan.sql when settings is true.
+func explainWalk(t *testing.T, d *Driver, settings bool, format string, args []any) string {
+	t.Helper()
+	ctx := testCtx(t)
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT set_config('dbq.claimer', 'plan', true)"); err != nil {
+		t.Fatal(err)
+	}
+	if settings {
+		if _, err := tx.Exec(ctx, d.stmts.plan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN ("+format+") "+d.stmts.claimAdvisory, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // explainNode is a node of EXPLAIN (FORMAT JSON) without ANALYZE.
