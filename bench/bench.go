@@ -57,6 +57,14 @@ type Config struct {
 	// Strategies are the claimers to drain with. Default every strategy the
 	// dialect has.
 	Strategies []string
+	// DrainBatch is the drain Workers' BatchSize, the most jobs one claim
+	// takes (1..1000, as queue.WorkerConfig has it), and the floor's jobs
+	// per DELETE. Default 100.
+	DrainBatch int
+	// DrainConcurrency is the drain Workers' Concurrency, the handlers
+	// each runs at once. Default DrainBatch: a Worker claims only for its
+	// free handler slots, so a batch needs as many.
+	DrainConcurrency int
 	// Batches are the enqueue batch sizes. Default 1, 100, 1000.
 	Batches []int
 	// EnqueueJobs is how many jobs each enqueue cell inserts. Default 10,000.
@@ -109,6 +117,12 @@ func (c Config) withDefaults(d dialect.Name) Config {
 	if len(c.Strategies) == 0 {
 		c.Strategies = Strategies(d)
 	}
+	if c.DrainBatch == 0 {
+		c.DrainBatch = defaultDrainBatch
+	}
+	if c.DrainConcurrency == 0 {
+		c.DrainConcurrency = c.DrainBatch
+	}
 	if len(c.Batches) == 0 {
 		c.Batches = []int{1, 100, 1000}
 	}
@@ -139,6 +153,9 @@ func (c Config) withDefaults(d dialect.Name) Config {
 	return c
 }
 
+// defaultDrainBatch is Config.DrainBatch's default.
+const defaultDrainBatch = 100
+
 // Strategies returns the claim strategies dialect d has; "" stands for a
 // dialect's only one.
 func Strategies(d dialect.Name) []string {
@@ -154,18 +171,22 @@ func Strategies(d dialect.Name) []string {
 // Row is one measurement. Impl is "dbq", "floor" or another library's
 // name, so rows of several programs merge into one table.
 type Row struct {
-	Dialect  string  `json:"dialect"`
-	Section  string  `json:"section"`
-	Impl     string  `json:"impl"`
-	Strategy string  `json:"strategy,omitempty"`
-	Case     string  `json:"case"`              // batch=100, workers=8, ready=10000, first, last…
-	Workers  int     `json:"workers,omitempty"` // drain only
-	Jobs     int     `json:"jobs,omitempty"`
-	Seconds  float64 `json:"seconds,omitempty"`
-	PerSec   float64 `json:"per_sec,omitempty"`
-	P50ms    float64 `json:"p50_ms,omitempty"`
-	P99ms    float64 `json:"p99_ms,omitempty"`
-	Err      string  `json:"error,omitempty"`
+	Dialect  string `json:"dialect"`
+	Section  string `json:"section"`
+	Impl     string `json:"impl"`
+	Strategy string `json:"strategy,omitempty"`
+	Case     string `json:"case"`              // batch=100, workers=8, ready=10000, first, last…
+	Workers  int    `json:"workers,omitempty"` // drain only
+	// Batch and Concurrency are a drain's Config.DrainBatch and
+	// Config.DrainConcurrency (the floor's rows: its jobs per DELETE).
+	Batch       int     `json:"batch,omitempty"`
+	Concurrency int     `json:"concurrency,omitempty"`
+	Jobs        int     `json:"jobs,omitempty"`
+	Seconds     float64 `json:"seconds,omitempty"`
+	PerSec      float64 `json:"per_sec,omitempty"`
+	P50ms       float64 `json:"p50_ms,omitempty"`
+	P99ms       float64 `json:"p99_ms,omitempty"`
+	Err         string  `json:"error,omitempty"`
 }
 
 // Runner runs benchmarks against one database.

@@ -38,9 +38,20 @@ func ReadJSON(r io.Reader) ([]Row, error) {
 // settings); the ratio lines compare dbq with it.
 const TunedCase = "tuned"
 
-// dbqDrainSettings are the settings of dbq's drain rows (drainDBQ), for the
-// ratio lines.
-const dbqDrainSettings = "Workers (one claimer and connection each) of Concurrency 100, BatchSize 100, PollInterval 20ms"
+// dbqDrainSettings names the settings of dbq's drain row r (drainDBQ),
+// for the ratio lines. Rows written before they carried their batch had
+// the defaults.
+func dbqDrainSettings(r Row) string {
+	batch, conc := r.Batch, r.Concurrency
+	if batch == 0 {
+		batch = defaultDrainBatch
+	}
+	if conc == 0 {
+		conc = batch
+	}
+	return fmt.Sprintf("Workers (one claimer and connection each) of Concurrency %d, BatchSize %d, PollInterval %v",
+		conc, batch, drainPoll)
+}
 
 // WriteRatios prints, per dialect and dbq strategy, dbq's best drain over
 // the drain of each other library (River) in its tuned configuration,
@@ -84,7 +95,7 @@ func WriteRatios(w io.Writer, rows []Row) {
 		for _, s := range strategies {
 			d := dbqBest[s]
 			fmt.Fprintf(w, "%s drain: dbq %s %.0f jobs/s (best: %s; %s) = %.2f× %s %.0f jobs/s (%s: %s)\n",
-				k.dialect, s, d.PerSec, d.Case, dbqDrainSettings, d.PerSec/o.PerSec, k.impl, o.PerSec, which, o.Strategy)
+				k.dialect, s, d.PerSec, d.Case, dbqDrainSettings(d), d.PerSec/o.PerSec, k.impl, o.PerSec, which, o.Strategy)
 		}
 	}
 }

@@ -71,6 +71,23 @@ func TestRatioUsesTunedRow(t *testing.T) {
 	}
 }
 
+// The ratio line names the batch and concurrency of the dbq row it uses.
+func TestRatioNamesDrainBatch(t *testing.T) {
+	t.Parallel()
+	rows := []Row{
+		{Dialect: "postgres", Section: Drain, Impl: "dbq", Strategy: "advisory", Case: "workers=4", Workers: 4, PerSec: 250, Batch: 100, Concurrency: 100},
+		{Dialect: "postgres", Section: Drain, Impl: "dbq", Strategy: "advisory", Case: "workers=2 batch=1000", Workers: 2, PerSec: 500, Batch: 1000, Concurrency: 1000},
+		{Dialect: "postgres", Section: Drain, Impl: "river", Case: TunedCase, PerSec: 125},
+	}
+	var out strings.Builder
+	WriteRatios(&out, rows)
+	for _, want := range []string{"dbq advisory 500 jobs/s", "workers=2 batch=1000", "Concurrency 1000, BatchSize 1000", "= 4.00×"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in %q", want, out.String())
+		}
+	}
+}
+
 func TestPercentile(t *testing.T) {
 	t.Parallel()
 	lat := make([]time.Duration, 100)

@@ -73,14 +73,22 @@ func withPool(dsn string, d dialect.Name, conns int) string {
 }
 
 func (r *Runner) drain(ctx context.Context) error {
+	// A batch other than the default shows in the case, so that dbq's row
+	// is set beside the floor's of the same batch (WriteTable).
+	kase := func(w int) string {
+		if r.cfg.DrainBatch != defaultDrainBatch {
+			return fmt.Sprintf("workers=%d batch=%d", w, r.cfg.DrainBatch)
+		}
+		return fmt.Sprintf("workers=%d", w)
+	}
 	for _, s := range r.cfg.Strategies {
 		for _, w := range r.cfg.Workers {
 			e, err := r.fresh(ctx, s)
 			if err != nil {
 				return err
 			}
-			kase := fmt.Sprintf("workers=%d", w)
-			row := Row{Section: Drain, Impl: "dbq", Strategy: s, Case: kase, Workers: w, Jobs: r.cfg.N}
+			row := Row{Section: Drain, Impl: "dbq", Strategy: s, Case: kase(w), Workers: w, Jobs: r.cfg.N,
+				Batch: r.cfg.DrainBatch, Concurrency: r.cfg.DrainConcurrency}
 			took, err := r.drainDBQ(ctx, e, s, w)
 			r.add(rowOf(row, took, err))
 			e.close(ctx)
@@ -92,7 +100,7 @@ func (r *Runner) drain(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		row := Row{Section: Drain, Impl: "floor", Case: fmt.Sprintf("workers=%d", w), Workers: w, Jobs: r.cfg.N}
+		row := Row{Section: Drain, Impl: "floor", Case: kase(w), Workers: w, Jobs: r.cfg.N, Batch: r.cfg.DrainBatch}
 		took, err := r.drainFloor(ctx, e, w)
 		r.add(rowOf(row, took, err))
 		e.close(ctx)
@@ -100,9 +108,12 @@ func (r *Runner) drain(ctx context.Context) error {
 	return nil
 }
 
+// drainPoll is the drain Workers' PollInterval.
+const drainPoll = 20 * time.Millisecond
+
 // drainDBQ runs `workers` Workers, each with its own claimer taking batches
-// of 100, over N pre-filled no-op jobs, and times them to the last
-// completion written.
+// of Config.DrainBatch, over N pre-filled no-op jobs, and times them to the
+// last completion written.
 func (r *Runner) drainDBQ(ctx context.Context, e *env, strategy string, workers int) (time.Duration, error) {
 	if err := fill(ctx, e.q, r.cfg.N, 0); err != nil {
 		return 0, err
@@ -117,7 +128,8 @@ func (r *Runner) drainDBQ(ctx context.Context, e *env, strategy string, workers 
 	ws := make([]*queue.Worker, workers)
 	for i := range ws {
 		ws[i], err = queue.NewWorker(q, func(context.Context, *queue.Job) error { return nil },
-			queue.WorkerConfig{Queue: benchQueue, Concurrency: 100, BatchSize: 100, PollInterval: 20 * time.Millisecond})
+			queue.WorkerConfig{Queue: benchQueue, Concurrency: r.cfg.DrainConcurrency, BatchSize: r.cfg.DrainBatch,
+				PollInterval: drainPoll})
 		if err != nil {
 			return 0, err
 		}
@@ -168,7 +180,7 @@ func (r *Runner) drainFloor(ctx context.Context, e *env, conns int) (time.Durati
 	for range conns {
 		wg.Go(func() {
 			for total.Load() < int64(r.cfg.N) && first.Load() == nil {
-				n, err := e.floorDelete(ctx, 100)
+				n, err := e.floorDelete(ctx, r.cfg.DrainBatch)
 				if err != nil {
 					first.CompareAndSwap(nil, err)
 					return

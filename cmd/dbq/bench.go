@@ -102,6 +102,8 @@ an idle queue, and steady-state throughput. It works on tables of its own
 	f.IntVar(&cfg.N, "n", 0, "jobs per drain (default 100000)")
 	f.IntSliceVar(&cfg.Workers, "workers", nil, "worker counts to drain with (default 1,2,4,8,16,32,64)")
 	f.StringSliceVar(&cfg.Strategies, "strategies", nil, "claim strategies (default all the dialect has)")
+	f.IntVar(&cfg.DrainBatch, "batch", 0, "drain: jobs per claim of each Worker, and per DELETE of the floor, 1..1000 (default 100)")
+	f.IntVar(&cfg.DrainConcurrency, "concurrency", 0, "drain: handlers per Worker (default --batch: a Worker claims only for free handlers)")
 	f.BoolVar(&quick, "quick", false, "a small smoke run")
 	f.BoolVar(&asJSON, "json", false, "print rows as JSON lines")
 	f.StringSliceVar(&merge, "merge", nil, "JSON rows from another program (bench/river) to add to the table and plot")
@@ -116,17 +118,22 @@ an idle queue, and steady-state throughput. It works on tables of its own
 	return cmd
 }
 
-// checkBenchFlags refuses counts below 1. An unset flag is 0, which means
+// checkBenchFlags refuses counts below 1, and batches above a Worker's
+// 1,000. An unset flag is 0, which means
 // its default; given, 0 is a mistake (--workers 0 would never drain).
 func checkBenchFlags(cmd *cobra.Command, cfg bench.Config) error {
 	f := cmd.Flags()
 	for name, v := range map[string]int{
 		"n": cfg.N, "enqueue-jobs": cfg.EnqueueJobs, "future": cfg.DepthFuture,
 		"samples": cfg.Samples, "steady-total": cfg.SteadyTotal, "steady-window": cfg.SteadyWindow,
+		"concurrency": cfg.DrainConcurrency,
 	} {
 		if f.Changed(name) && v < 1 {
 			return fmt.Errorf("--%s %d: want at least 1", name, v)
 		}
+	}
+	if f.Changed("batch") && (cfg.DrainBatch < 1 || cfg.DrainBatch > 1000) {
+		return fmt.Errorf("--batch %d: want 1..1000", cfg.DrainBatch)
 	}
 	for name, vs := range map[string][]int{"workers": cfg.Workers, "depth": cfg.DepthSizes} {
 		if f.Changed(name) && len(vs) == 0 {

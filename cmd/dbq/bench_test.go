@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,6 +58,46 @@ func TestBenchQuickSQLite(t *testing.T) {
 	for _, want := range []string{"enqueue/dbq", "enqueue/floor", "drain/dbq", "drain/floor", "depth/dbq", "depth/floor", "pickup/dbq", "steady/dbq"} {
 		if !seen[want] {
 			t.Errorf("no %s row in\n%s", want, out)
+		}
+	}
+	assertNoBenchTables(t, path)
+}
+
+// TestBenchDrainBatch: --batch and --concurrency reach the drain's rows,
+// dbq's and the floor's alike, which share a case so that the table sets
+// each dbq row beside the floor of the same batch.
+func TestBenchDrainBatch(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "bench.db")
+	out, err := runBench(t, "sqlite:"+path, "--json", "--sections", "drain", "--n", "300", "--workers", "1,2",
+		"--batch", "7", "--concurrency", "14")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := bench.ReadJSON(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 2 dbq and 2 floor:\n%s", len(rows), out)
+	}
+	for _, r := range rows {
+		wantConc := 14
+		if r.Impl == "floor" {
+			wantConc = 0
+		}
+		if r.Err != "" || r.PerSec <= 0 || r.Batch != 7 || r.Concurrency != wantConc ||
+			r.Case != fmt.Sprintf("workers=%d batch=7", r.Workers) {
+			t.Errorf("row %+v: want a throughput, batch 7, concurrency %d and case \"workers=%d batch=7\"", r, wantConc, r.Workers)
+		}
+	}
+	var table strings.Builder
+	if err := bench.WriteTable(&table, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(table.String(), "\n") {
+		if strings.Contains(line, " dbq ") && !strings.Contains(line, "%") {
+			t.Errorf("dbq row without its share of the floor of its batch: %q", line)
 		}
 	}
 	assertNoBenchTables(t, path)
