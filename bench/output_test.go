@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,34 @@ func TestPercentile(t *testing.T) {
 	r := latencyRow(Row{}, lat)
 	if r.P50ms != 50 || r.P99ms != 99 || r.Jobs != 100 {
 		t.Errorf("p50 %v p99 %v jobs %d, want 50, 99, 100", r.P50ms, r.P99ms, r.Jobs)
+	}
+}
+
+// The plot draws a batch other than the default as a line of its own, and
+// the faster of two tuned rows of a library that ran twice.
+func TestPlotSeries(t *testing.T) {
+	t.Parallel()
+	var rows []Row
+	for _, w := range []int{1, 2} {
+		for _, b := range []int{0, 100, 1000} { // 0: a row written before rows carried their batch
+			rows = append(rows,
+				Row{Dialect: "postgres", Section: Drain, Impl: "dbq", Strategy: "advisory", Workers: w, PerSec: 10, Batch: b},
+				Row{Dialect: "postgres", Section: Drain, Impl: "floor", Workers: w, PerSec: 20, Batch: b})
+		}
+	}
+	rows = append(rows,
+		Row{Dialect: "postgres", Section: Drain, Impl: "river", Case: TunedCase, PerSec: 5},
+		Row{Dialect: "postgres", Section: Drain, Impl: "river", Case: TunedCase, PerSec: 7},
+		Row{Dialect: "postgres", Section: Drain, Impl: "river", Case: TunedCase, PerSec: 6})
+	pd := drainSeries(rows)
+	want := []string{"dbq advisory", "floor", "dbq advisory batch=1000", "floor batch=1000"}
+	if !slices.Equal(pd.names, want) {
+		t.Errorf("lines %q, want %q", pd.names, want)
+	}
+	if n := len(pd.series["dbq advisory"]); n != 4 {
+		t.Errorf("dbq advisory: %d points, want 4 (batch 0 and 100 at 2 worker counts)", n)
+	}
+	if len(pd.tuned) != 1 || pd.tuned[0].PerSec != 7 {
+		t.Errorf("tuned %+v, want River's fastest (7)", pd.tuned)
 	}
 }
