@@ -39,6 +39,7 @@ func workCmd(g *globals) *cobra.Command {
 		scheduleFile    string
 		kindRoutes      []string
 		noActivity      bool
+		exitWhenEmpty   bool
 		waitForDB       time.Duration
 		ledger          *ledgerOptions
 	)
@@ -81,7 +82,13 @@ table while it runs (host, pid, queue, concurrency, last seen; removed at a
 clean exit) and adds what it completed, retried and made dead per minute
 to the activity table every 10 s: the dashboard's Workers page and
 throughput charts. A database not migrated to version 6 only gets a
-warning.`,
+warning.
+
+--exit-when-empty drains the queue and exits 0: once a claim finds no job
+due and none of this process's is running, work stops as on SIGINT (with
+nothing left to finish). Jobs scheduled for later stay, retries waiting out
+their backoff among them, and so does a paused queue's backlog. For a cron
+or batch step that works off what is due and ends.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if ledger.table != "" {
 				return cobra.NoArgs(cmd, args)
@@ -146,6 +153,13 @@ warning.`,
 				g.forceHandled.Store(true)
 				h = routeKinds(routes, args, jobEnv(), g.force, cfg.Logger)
 			}
+			ctx := cmd.Context()
+			if exitWhenEmpty {
+				var stop context.CancelFunc
+				ctx, stop = context.WithCancel(ctx)
+				defer stop()
+				wcfg.Hooks = &emptyWatch{Hooks: hooksOrNop(wcfg.Hooks), stop: stop}
+			}
 			w, err := queue.NewWorker(q, h, wcfg)
 			if err != nil {
 				return err
@@ -168,7 +182,7 @@ warning.`,
 				case <-ran:
 				}
 			}()
-			err = w.Run(cmd.Context())
+			err = w.Run(ctx)
 			st := w.Stats()
 			fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: %d completed, %d retried (%d dead), %d snoozed, %d released, %d leases lost\n",
 				st.Completed, st.Retried, st.Dead, st.Snoozed, st.Released, st.LeasesLost)
@@ -187,6 +201,7 @@ warning.`,
 	f.StringArrayVar(&kindRoutes, "kind", nil, "KIND=CMD: run CMD (split at spaces) for jobs of KIND; repeatable")
 	f.DurationVar(&waitForDB, "wait-for-db", time.Minute, "at start, keep trying this long while the database does not answer yet (0: fail at once)")
 	f.BoolVar(&noActivity, "no-activity", false, "keep no process row and write no per-minute counts (the dashboard's Workers page and charts)")
+	f.BoolVar(&exitWhenEmpty, "exit-when-empty", false, "exit 0 once a claim finds no job due and none of this process's is running (later jobs stay)")
 	ledger = addLedgerFlags(f)
 	return cmd
 }
@@ -499,3 +514,35 @@ func (t *tail) Write(p []byte) (int, error) {
 
 // Bytes returns what t holds, oldest first.
 func (t *tail) Bytes() []byte { return t.buf }
+
+// emptyWatch is the Worker's Hooks under --exit-when-empty, around any
+// others (metrics): it counts the jobs claimed whose runs have not ended,
+// and calls stop after a claim that found none while none was running.
+// ClaimDone comes before the claimed jobs start, and JobEnd after a run's
+// result is written, so a count of 0 means every claimed job is settled.
+type emptyWatch struct {
+	queue.Hooks
+	running atomic.Int64
+	stop    func()
+}
+
+func (e *emptyWatch) ClaimDone(name string, asked, got int, took time.Duration, err error) {
+	e.Hooks.ClaimDone(name, asked, got, took, err)
+	if got == 0 && err == nil && e.running.Load() == 0 {
+		e.stop()
+	}
+	e.running.Add(int64(got))
+}
+
+func (e *emptyWatch) JobEnd(ctx context.Context, job *queue.Job, o queue.Outcome, took time.Duration, err error) {
+	e.Hooks.JobEnd(ctx, job, o, took, err)
+	e.running.Add(-1)
+}
+
+// hooksOrNop returns h, or hooks that do nothing when h is nil.
+func hooksOrNop(h queue.Hooks) queue.Hooks {
+	if h == nil {
+		return queue.NopHooks{}
+	}
+	return h
+}
