@@ -22,7 +22,8 @@ import (
 // scheduled an hour ahead, it exits 0 by itself, having run each of the 40,
 // the spawner and its child once and completed them, with the failed job
 // waiting out its backoff and the scheduled one untouched; on the queue it
-// left, it exits at once with nothing run.
+// left, it exits at once with nothing run, and so it does on the queue
+// paused with jobs ready.
 func TestWorkExitWhenEmpty(t *testing.T) {
 	t.Parallel()
 	bin := buildDBQ(t, t.TempDir())
@@ -101,6 +102,24 @@ func TestWorkExitWhenEmpty(t *testing.T) {
 			for _, id := range readLedger(t, ledger)[before:] {
 				if id != ids[0] {
 					t.Fatalf("second run ran job %d", id)
+				}
+			}
+			// A paused queue's backlog counts as nothing due: it stays.
+			if err := q.Pause(ctx, "cron"); err != nil {
+				t.Fatal(err)
+			}
+			paused, err := q.Enqueue(ctx, queue.NewJob{Queue: "cron", Payload: []byte("ok")}, queue.NewJob{Queue: "cron", Payload: []byte("ok")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before = len(readLedger(t, ledger))
+			if out = run(); !strings.Contains(out, "dbq work: 0 completed, 0 retried") || len(readLedger(t, ledger)) != before {
+				t.Fatalf("run on a paused queue ran jobs:\n%s", out)
+			}
+			left = allJobs(t, q, "cron")
+			for _, id := range paused {
+				if !slices.ContainsFunc(left, func(j *queue.Job) bool { return j.ID == id }) {
+					t.Fatalf("job %d of the paused queue is gone", id)
 				}
 			}
 		})
