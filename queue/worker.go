@@ -54,6 +54,14 @@ type WorkerConfig struct {
 	// enqueue on the worker's queue cuts its poll wait short, so pickup
 	// latency is not the poll interval.
 	DisableWakeups bool
+	// ExitWhenEmpty makes Run drain the queue and return nil: once a claim
+	// finds no job due while none of the Worker's claimed jobs is still
+	// running or waiting for its result to be written (a running job may
+	// enqueue more), it shuts down as when its context ends, with nothing
+	// left to finish. Jobs due later stay, retries waiting out their
+	// backoff among them, and so does a paused queue's backlog. For batch
+	// runs and tests. Default false: run until the context ends.
+	ExitWhenEmpty bool
 	// ShutdownTimeout is how long in-flight handlers may run on after Run's
 	// context is cancelled; then their contexts are cancelled and their jobs
 	// released. Writing the last results and closing the claimer get at
@@ -327,8 +335,9 @@ func (w *Worker) begin(ctx context.Context, claimer Claimer) *runState {
 	return r
 }
 
-// claimLoop claims whenever handler slots are free until ctx ends (nil)
-// or a claim fails in a way retrying cannot mend (that error).
+// claimLoop claims whenever handler slots are free until ctx ends (nil),
+// a claim finds the queue drained under ExitWhenEmpty (nil), or a claim
+// fails in a way retrying cannot mend (that error).
 func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 	w := r.w
 	claimSlot := w.q.claimSlot(w.cfg.Queue)
@@ -389,6 +398,11 @@ func (r *runState) claimLoop(ctx context.Context, wake <-chan struct{}) error {
 		// After the jobs are in flight, whose claims the heartbeat then
 		// renews: the result writer may keep this waiting.
 		r.handOver(wrote)
+		// Drained: nothing due, and every job claimed has its result
+		// written (results handed over just now are still in flight).
+		if len(jobs) == 0 && w.cfg.ExitWhenEmpty && r.inflight.empty() {
+			return nil
+		}
 		// A full batch suggests more are ready: claim again at once.
 		if len(jobs) < free {
 			r.handOver(handoff{results: r.pending.close()})
@@ -662,6 +676,14 @@ func (f *inflight) add(j *Job, cancel context.CancelCauseFunc) *running {
 	}
 	f.m[j.ID] = r
 	return r
+}
+
+// empty says whether no job is in flight: every job claimed has had its
+// result written (or its claim found lost).
+func (f *inflight) empty() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.m) == 0
 }
 
 // settle forgets jobs whose results were written.

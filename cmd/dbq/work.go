@@ -118,7 +118,7 @@ or batch step that works off what is due and ends.`,
 			defer q.Close()
 			wcfg := queue.WorkerConfig{
 				Queue: name, Concurrency: concurrency, ShutdownTimeout: shutdownTimeout,
-				PollInterval: poll, Logger: cfg.Logger, DisableWakeups: noWakeups,
+				PollInterval: poll, Logger: cfg.Logger, DisableWakeups: noWakeups, ExitWhenEmpty: exitWhenEmpty,
 			}
 			if metricsAddr != "" {
 				hooks, addr, stop, err := serveMetrics(q, metricsAddr, cfg.Logger)
@@ -153,13 +153,6 @@ or batch step that works off what is due and ends.`,
 				g.forceHandled.Store(true)
 				h = routeKinds(routes, args, jobEnv(), g.force, cfg.Logger)
 			}
-			ctx := cmd.Context()
-			if exitWhenEmpty {
-				var stop context.CancelFunc
-				ctx, stop = context.WithCancel(ctx)
-				defer stop()
-				wcfg.Hooks = &emptyWatch{Hooks: hooksOrNop(wcfg.Hooks), stop: stop}
-			}
 			w, err := queue.NewWorker(q, h, wcfg)
 			if err != nil {
 				return err
@@ -182,7 +175,7 @@ or batch step that works off what is due and ends.`,
 				case <-ran:
 				}
 			}()
-			err = w.Run(ctx)
+			err = w.Run(cmd.Context())
 			st := w.Stats()
 			fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: %d completed, %d retried (%d dead), %d snoozed, %d released, %d leases lost\n",
 				st.Completed, st.Retried, st.Dead, st.Snoozed, st.Released, st.LeasesLost)
@@ -514,35 +507,3 @@ func (t *tail) Write(p []byte) (int, error) {
 
 // Bytes returns what t holds, oldest first.
 func (t *tail) Bytes() []byte { return t.buf }
-
-// emptyWatch is the Worker's Hooks under --exit-when-empty, around any
-// others (metrics): it counts the jobs claimed whose runs have not ended,
-// and calls stop after a claim that found none while none was running.
-// ClaimDone comes before the claimed jobs start, and JobEnd after a run's
-// result is written, so a count of 0 means every claimed job is settled.
-type emptyWatch struct {
-	queue.Hooks
-	running atomic.Int64
-	stop    func()
-}
-
-func (e *emptyWatch) ClaimDone(name string, asked, got int, took time.Duration, err error) {
-	e.Hooks.ClaimDone(name, asked, got, took, err)
-	if got == 0 && err == nil && e.running.Load() == 0 {
-		e.stop()
-	}
-	e.running.Add(int64(got))
-}
-
-func (e *emptyWatch) JobEnd(ctx context.Context, job *queue.Job, o queue.Outcome, took time.Duration, err error) {
-	e.Hooks.JobEnd(ctx, job, o, took, err)
-	e.running.Add(-1)
-}
-
-// hooksOrNop returns h, or hooks that do nothing when h is nil.
-func hooksOrNop(h queue.Hooks) queue.Hooks {
-	if h == nil {
-		return queue.NopHooks{}
-	}
-	return h
-}
