@@ -76,6 +76,7 @@ var cases = []testCase{
 	{"WorkerRunsEveryJobOnce", testWorkerDrains},
 	{"WorkerShutsDownGracefully", testWorkerShutdown},
 	{"WorkerMarksDead", testWorkerDead},
+	{"WorkerExitsWhenEmpty", testWorkerExitWhenEmpty},
 	{"ActivityOfProcessesIsSummed", testActivitySummed},
 	{"ActivityPrunesOldestInBatches", testActivityPrune},
 	{"ProcessRowHeartbeatAndRemoval", testProcessRow},

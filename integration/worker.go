@@ -169,3 +169,48 @@ func testWorkerDead(t *testing.T, s *suite) {
 		}
 	}
 }
+
+// WorkerExitsWhenEmpty: with ExitWhenEmpty, Run returns nil by itself once
+// the queue holds nothing due and none of the Worker's jobs is unsettled.
+// A job that enqueues another 200 ms into its run (the queue looks empty
+// meanwhile) keeps it going until that one ran too; a job that fails
+// waits out its backoff and a job scheduled later stays. On the queue it
+// left, Run returns at once, having claimed nothing.
+func testWorkerExitWhenEmpty(t *testing.T, s *suite) {
+	q := s.queue(t, queue.Config{})
+	jobs := []queue.NewJob{
+		{Queue: "drain", Payload: []byte("spawn")},
+		{Queue: "drain", Payload: []byte("fail")},
+		{Queue: "drain", Delay: time.Hour},
+	}
+	for range 20 {
+		jobs = append(jobs, queue.NewJob{Queue: "drain", Payload: []byte("ok")})
+	}
+	enqueue(t, q, jobs...)
+	w, err := queue.NewWorker(q, func(ctx context.Context, j *queue.Job) error {
+		switch string(j.Payload) {
+		case "spawn":
+			time.Sleep(200 * time.Millisecond)
+			_, err := q.Enqueue(ctx, queue.NewJob{Queue: "drain", Payload: []byte("child")})
+			return err
+		case "fail":
+			return errors.New("fails")
+		}
+		return nil
+	}, queue.WorkerConfig{Queue: "drain", Concurrency: 4, PollInterval: 20 * time.Millisecond, ExitWhenEmpty: true,
+		Backoff: func(int) time.Duration { return time.Hour }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t)
+	if err := w.Run(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Run = %v (context: %v), want nil before the test's deadline", err, ctx.Err())
+	}
+	if st := w.Stats(); st.Claimed != 23 || st.Completed != 22 || st.Retried != 1 {
+		t.Fatalf("stats %+v: want 23 claimed (20, the spawner, its child, the failing job), 22 completed, 1 retried", st)
+	}
+	wantCounts(t, q, "drain", 0, 2, 0, 0)
+	if err := w.Run(ctx); err != nil || w.Stats().Claimed != 23 {
+		t.Fatalf("second Run = %v, claimed %d in all: want nil and none more", err, w.Stats().Claimed)
+	}
+}
