@@ -235,9 +235,11 @@ func errorText(s string) string {
 // fail with 42P05 or 26000, and the jobs run again. It runs one prepared
 // statement on two connections held at once: such a pooler hands the second
 // the server connection the first just left, where the statement's name is
-// already taken. A pool in another exec mode, or that a probe could not
-// check (no connection to spare), is let through; the statements' own
-// errors then say the same. Passed once per Driver.
+// already taken. Another client of the pooler taking that server
+// connection in between can hide the pooler from the probe; a pool in
+// another exec mode, or that a probe could not check (no connection to
+// spare), is let through too. The statements' own errors then say the
+// same. Passed once per Driver.
 func (d *Driver) preparedSurvive(ctx context.Context) error {
 	if d.preparedChecked.Load() || d.pool.Config().ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
 		return nil
