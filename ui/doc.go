@@ -5,12 +5,15 @@
 //
 // Mount it in your own mux, behind your own authentication:
 //
-//	h, err := ui.NewHandler(q, ui.Options{Prefix: "/admin/dbq"})
+//	h, err := ui.NewHandler(q, ui.Options{Prefix: "/admin/dbq", AllowedHosts: []string{"admin.example.com"}})
 //	if err != nil { ... }
 //	mux.Handle("/admin/dbq/", requireOperator(h))
 //
 // The handler has no authentication of its own: whoever reaches it can
-// cancel jobs. Every page is rendered on the server from html/template
+// cancel jobs. It answers only requests whose Host header is "localhost",
+// a loopback address or one of Options.AllowedHosts (421 otherwise), so
+// that a page of another site, its name pointed at 127.0.0.1 (DNS
+// rebinding), cannot read or drive a dashboard on its visitor's machine. Every page is rendered on the server from html/template
 // (all output escaped) with embedded CSS, under a strict
 // Content-Security-Policy that allows no inline code. The one script,
 // embedded like the CSS, is the Live switch: while it is on, a page

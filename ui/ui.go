@@ -14,6 +14,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -56,6 +57,18 @@ type Options struct {
 	// of one state: it shows "1000+" rather than read a million index
 	// entries to print 1000000 (see Queue.CountQueues). Default 1000.
 	CountLimit int64
+	// AllowedHosts are the host names and addresses (no port), beyond
+	// "localhost" and loopback addresses, that a request may name in its
+	// Host header; any other is refused with 421 Misdirected Request
+	// before anything else is read. By default only loopback names pass,
+	// so that a page of another site whose name its owner points at
+	// 127.0.0.1 (DNS rebinding) cannot read or drive a dashboard served on
+	// this machine. Name the hosts your users type when you mount the
+	// handler elsewhere, such as []string{"admin.example.com"}; "*"
+	// accepts every Host, which is safe only behind authentication that a
+	// page of another origin cannot pass. Names compare case-insensitively,
+	// without a trailing dot.
+	AllowedHosts []string
 	// Refresh is how often a page fetches itself again while the user has
 	// switched Live on (a switch each browser remembers; off at first), in
 	// whole seconds, at least one. Default 5s; negative hides the switch
@@ -80,6 +93,10 @@ type handler struct {
 	// crossOrigin refuses requests a browser marks as cross-site, even
 	// with a valid token.
 	crossOrigin *http.CrossOriginProtection
+	// hosts are Options.AllowedHosts, normalized; anyHost when "*" is
+	// among them.
+	hosts   map[string]bool
+	anyHost bool
 }
 
 // NewHandler returns the dashboard of q. See the package doc for mounting
@@ -108,7 +125,17 @@ func NewHandler(q *queue.Queue, opts Options) (http.Handler, error) {
 		return nil, fmt.Errorf("dbq: ui: CountLimit %d, want at least 1", opts.CountLimit)
 	}
 	h := &handler{q: q, opts: opts, log: opts.Logger, secret: opts.CSRFSecret,
-		crossOrigin: http.NewCrossOriginProtection()}
+		crossOrigin: http.NewCrossOriginProtection(), hosts: map[string]bool{}}
+	for _, host := range opts.AllowedHosts {
+		switch n := normalHost(host); {
+		case host == "*":
+			h.anyHost = true
+		case n == "" || strings.ContainsAny(n, "/:@ ") && net.ParseIP(n) == nil:
+			return nil, fmt.Errorf("dbq: ui: AllowedHosts entry %q: want a host name or address without port, or *", host)
+		default:
+			h.hosts[n] = true
+		}
+	}
 	if h.log == nil {
 		h.log = q.Config().Logger
 	}
@@ -144,6 +171,11 @@ const csp = "default-src 'none'; script-src 'self'; connect-src 'self'; style-sr
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.allowedHost(r.Host) {
+		http.Error(w, "dbq: this dashboard does not answer to the host this request names (see ui.Options.AllowedHosts, dbq ui --allowed-hosts)",
+			http.StatusMisdirectedRequest)
+		return
+	}
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Content-Type-Options", "nosniff")
@@ -176,6 +208,40 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r2.URL.Path = path
 	r2.URL.RawPath = ""
 	h.mux.ServeHTTP(w, r2)
+}
+
+// allowedHost reports whether a request naming hostport in its Host
+// header may be served.
+func (h *handler) allowedHost(hostport string) bool {
+	if h.anyHost {
+		return true
+	}
+	host := hostport
+	if hp, _, err := net.SplitHostPort(hostport); err == nil {
+		host = hp
+	}
+	host = normalHost(host)
+	return h.hosts[host] || IsLoopbackHost(host)
+}
+
+// IsLoopbackHost reports whether host (no port) is "localhost" or a
+// loopback address: a name no one else's DNS can point at this machine.
+func IsLoopbackHost(host string) bool {
+	host = normalHost(host)
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// normalHost lowercases host and drops a trailing dot and IPv6 brackets.
+func normalHost(host string) string {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	return host
 }
 
 // The CSRF token is an HMAC of a random value kept in a SameSite=Strict

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,10 +19,11 @@ import (
 
 func uiCmd(g *globals) *cobra.Command {
 	var (
-		listen      string
-		authFlag    string
-		allowRemote bool
-		readOnly    bool
+		listen       string
+		authFlag     string
+		allowRemote  bool
+		readOnly     bool
+		allowedHosts []string
 	)
 	cmd := &cobra.Command{
 		Use:   "ui",
@@ -38,7 +40,16 @@ credentials (HTTP basic auth) and lets --listen name any address. Basic
 auth sends the password with every request: beyond this machine, serve it
 behind a TLS proxy. To use your own authentication, embed the handler
 (package github.com/dbqueue/dbq/ui) behind your middleware instead.
---read-only hides the actions.`,
+--read-only hides the actions.
+
+The dashboard answers only requests whose Host header names it: without
+credentials, "localhost" and loopback addresses alone, so that a web page
+whose name its owner points at 127.0.0.1 (DNS rebinding) can neither read
+the dashboard nor drive it from the browser of someone who visits it; any
+other Host gets 421. With --auth it also answers to the --listen host, or,
+listening on every interface, to this machine's addresses; --allowed-hosts
+names more (the names users type, behind a proxy the name it forwards),
+and "*" lifts the check.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if allowRemote {
@@ -55,6 +66,10 @@ behind a TLS proxy. To use your own authentication, embed the handler
 			if err := checkListen(listen, auth != nil); err != nil {
 				return err
 			}
+			hosts, err := uiHosts(listen, auth != nil, allowedHosts)
+			if err != nil {
+				return err
+			}
 			if fromFlag {
 				fmt.Fprintf(cmd.ErrOrStderr(), "dbq ui: warning: --auth shows the password in the process list; set $%s instead\n", authEnv)
 			}
@@ -64,7 +79,7 @@ behind a TLS proxy. To use your own authentication, embed the handler
 				return err
 			}
 			defer q.Close()
-			h, err := ui.NewHandler(q, ui.Options{ReadOnly: readOnly, Logger: g.logger()})
+			h, err := ui.NewHandler(q, ui.Options{ReadOnly: readOnly, Logger: g.logger(), AllowedHosts: hosts})
 			if err != nil {
 				return err
 			}
@@ -77,7 +92,8 @@ behind a TLS proxy. To use your own authentication, embed the handler
 				return err
 			}
 			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-			fmt.Fprintf(cmd.OutOrStdout(), "dbq ui: serving %s on http://%s/, %s (Ctrl-C stops)\n", q.Dialect(), ln.Addr(), how)
+			fmt.Fprintf(cmd.OutOrStdout(), "dbq ui: serving %s on http://%s/, %s, answering to %s (Ctrl-C stops)\n",
+				q.Dialect(), servedAddr(listen, ln.Addr()), how, hostsText(hosts))
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(ln) }()
 			select {
@@ -102,6 +118,7 @@ behind a TLS proxy. To use your own authentication, embed the handler
 	f.BoolVar(&allowRemote, "allow-remote", false, "gone: use --auth")
 	_ = f.MarkHidden("allow-remote")
 	f.BoolVar(&readOnly, "read-only", false, "show no actions and refuse every change")
+	f.StringSliceVar(&allowedHosts, "allowed-hosts", nil, "with --auth: more host names requests may name in Host (comma-separated; * for any)")
 	return cmd
 }
 
@@ -159,4 +176,59 @@ func checkListen(listen string, withAuth bool) error {
 	}
 	return fmt.Errorf("--listen %s is not a loopback address and the dashboard has no credentials: "+
 		"use 127.0.0.1, or set $%s=user:password (or --auth) to ask every request for them", listen, authEnv)
+}
+
+// uiHosts returns ui.Options.AllowedHosts for a dashboard on listen: none
+// beyond loopback without credentials (more would reopen DNS rebinding);
+// with them, the --listen host (this machine's addresses when it is every
+// interface) and extra.
+func uiHosts(listen string, withAuth bool, extra []string) ([]string, error) {
+	if !withAuth {
+		if len(extra) > 0 {
+			return nil, fmt.Errorf("--allowed-hosts needs credentials ($%s or --auth): without them the dashboard answers "+
+				"to loopback names only, so that no other site's page can reach it through its browser", authEnv)
+		}
+		return nil, nil
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	hosts := append([]string(nil), extra...)
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return append(hosts, host), nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("listing this machine's addresses for the Host check: %w (name them with --allowed-hosts)", err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() {
+			hosts = append(hosts, n.IP.String())
+		}
+	}
+	return hosts, nil
+}
+
+// hostsText describes the Host names a dashboard answers to.
+func hostsText(hosts []string) string {
+	if slices.Contains(hosts, "*") {
+		return "any Host"
+	}
+	return strings.Join(append([]string{"localhost", "loopback addresses"}, hosts...), ", ")
+}
+
+// servedAddr is where a dashboard listening on listen (bound to addr)
+// can be reached: listen's host with addr's port, so that "0.0.0.0:0"
+// reads 0.0.0.0:41234 and not Go's "[::]:41234".
+func servedAddr(listen string, addr net.Addr) string {
+	host, _, err := net.SplitHostPort(listen)
+	_, port, err2 := net.SplitHostPort(addr.String())
+	if err != nil || err2 != nil {
+		return addr.String()
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return net.JoinHostPort(host, port)
 }

@@ -5,8 +5,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,6 +65,86 @@ func TestUIServesTheDashboard(t *testing.T) {
 	}
 	if out := ui.stop(); !strings.Contains(out, "no authentication") {
 		t.Errorf("start message does not say there is no authentication: %s", out)
+	}
+}
+
+// What a page of evil.example, its name pointed at 127.0.0.1, can do from
+// its visitor's browser: fetch the dashboard naming evil.example in Host
+// and post back with the token it read. dbq ui must give it nothing.
+func TestUIRefusesRebindingHost(t *testing.T) {
+	t.Setenv(authEnv, "")
+	ui := startUI(t)
+	_, port, _ := net.SplitHostPort(ui.addr)
+	evil := "evil.example:" + port
+	if resp := ui.getAs(t, evil, "/", "", ""); resp.code != http.StatusMisdirectedRequest || strings.Contains(resp.body, "csrf") {
+		t.Errorf("GET / as %s: %d %.300s, want 421 without a token", evil, resp.code, resp.body)
+	}
+	// A token and cookie got from the real page, posted as the evil page would.
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get("http://" + ui.addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the dashboard:\n%s", page)
+	}
+	post := func(host string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ui.addr+"/pause",
+			strings.NewReader(url.Values{"csrf": {string(m[1])}, "queue": {"mail"}}.Encode()))
+		req.Host = host
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://"+host)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(evil); code != http.StatusMisdirectedRequest {
+		t.Errorf("POST /pause as %s with a valid token: %d, want 421", evil, code)
+	}
+	if resp := ui.get(t, "/", "", ""); strings.Contains(resp.body, "paused") {
+		t.Errorf("the refused pause paused queue mail:\n%s", resp.body)
+	}
+	if code := post(ui.addr); code != http.StatusSeeOther {
+		t.Errorf("POST /pause as %s with a valid token: %d, want 303 (the refusal must be the Host's)", ui.addr, code)
+	}
+	if out := ui.stop(); !strings.Contains(out, "answering to localhost, loopback addresses (") {
+		t.Errorf("start message does not say which hosts it answers to: %s", out)
+	}
+}
+
+func TestUIAllowedHosts(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "none.db")
+	t.Setenv(authEnv, "")
+	if _, err := dbqCmd(context.Background(), "", "--dsn", dsn, "ui", "--allowed-hosts", "dash.example"); err == nil ||
+		!strings.Contains(err.Error(), "--allowed-hosts needs credentials") {
+		t.Errorf("--allowed-hosts without auth: %v, want a refusal", err)
+	}
+	t.Setenv(authEnv, "ops:pw")
+	ui := startUI(t, "--allowed-hosts", "dash.example")
+	_, port, _ := net.SplitHostPort(ui.addr)
+	for host, want := range map[string]int{"dash.example:" + port: 200, "localhost:" + port: 200, ui.addr: 200,
+		"evil.example:" + port: http.StatusMisdirectedRequest} {
+		if resp := ui.getAs(t, host, "/", "ops", "pw"); resp.code != want {
+			t.Errorf("with auth and --allowed-hosts dash.example: GET / as %s: %d, want %d", host, resp.code, want)
+		}
+	}
+	hosts, err := uiHosts("0.0.0.0:8080", true, nil)
+	if err != nil || slices.Contains(hosts, "0.0.0.0") || slices.Contains(hosts, "127.0.0.1") {
+		t.Errorf("uiHosts(0.0.0.0, auth) = %v, %v: want this machine's non-loopback addresses", hosts, err)
+	}
+	if got := servedAddr("0.0.0.0:0", &net.TCPAddr{IP: net.IPv6zero, Port: 41234}); got != "0.0.0.0:41234" {
+		t.Errorf("servedAddr(0.0.0.0:0, [::]:41234) = %s", got)
+	}
+	if got := servedAddr(":0", &net.TCPAddr{IP: net.IPv6zero, Port: 41234}); got != "0.0.0.0:41234" {
+		t.Errorf("servedAddr(:0, [::]:41234) = %s", got)
 	}
 }
 
@@ -127,10 +211,17 @@ type uiResponse struct {
 // get fetches path, with basic auth when user is not "".
 func (u *runningUI) get(t *testing.T, path, user, pass string) uiResponse {
 	t.Helper()
+	return u.getAs(t, "", path, user, pass)
+}
+
+// getAs fetches path naming host in the Host header ("": the address).
+func (u *runningUI) getAs(t *testing.T, host, path, user, pass string) uiResponse {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+u.addr+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Host = host
 	if user != "" {
 		req.SetBasicAuth(user, pass)
 	}
