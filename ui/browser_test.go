@@ -3,6 +3,7 @@ package ui_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,11 +45,12 @@ type headless struct {
 }
 
 // newHeadless starts a headless Chromium (see chromium) with a tab of
-// width by height pixels.
-func newHeadless(t *testing.T, width, height int64) *headless {
+// width by height pixels, and more command-line options if given.
+func newHeadless(t *testing.T, width, height int64, more ...chromedp.ExecAllocatorOption) *headless {
 	path := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path),
 		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-background-networking", true))
+	opts = append(opts, more...)
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelA)
 	ctx, cancelB := chromedp.NewContext(actx)
@@ -287,4 +289,32 @@ func TestBrowserLiveRefreshKeepsThePlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.run(chromedp.WaitNotPresent(row(ids[27])))
+}
+
+// TestBrowserRebindingIsRefused is DNS rebinding in a real browser: the
+// name evil.example resolves to 127.0.0.1 (a host-resolver rule stands in
+// for the attacker's DNS), so a page of evil.example and the dashboard
+// share an origin. Chromium, sent there, must get the refusal and no page;
+// the same dashboard at 127.0.0.1 shows its page.
+func TestBrowserRebindingIsRefused(t *testing.T) {
+	b := newHeadless(t, 1024, 600, chromedp.Flag("host-resolver-rules", "MAP evil.example 127.0.0.1"))
+	e := newEnv(t, testDB{d: dialect.SQLite})
+	e.enqueue(t, queue.NewJob{Queue: "mail", Payload: []byte(`{"to":"secret@example.com"}`)})
+	h, err := ui.NewHandler(e.q, ui.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	port := srv.URL[strings.LastIndex(srv.URL, ":"):]
+	b.run(chromedp.Navigate("http://evil.example" + port + "/jobs?queue=mail"))
+	body := eval[string](b, "document.body.innerText")
+	forms := eval[int](b, "document.forms.length")
+	if !strings.Contains(body, "does not answer to the host") || strings.Contains(body, "secret@example.com") || forms != 0 {
+		t.Errorf("the dashboard at evil.example%s showed %d forms and %q, want the refusal", port, forms, body)
+	}
+	b.run(chromedp.Navigate(srv.URL + "/jobs?queue=mail"))
+	if body := eval[string](b, "document.body.innerText"); !strings.Contains(body, "mail") {
+		t.Errorf("the dashboard at %s: %q, want its Jobs page", srv.URL, body)
+	}
 }
