@@ -1,14 +1,16 @@
 package postgres
 
+// The advisory claimer (Strategy Advisory): claims, completions, retries,
+// releases and lock checks. Where a walk starts is in advisory_walk.go; the
+// session that holds the locks in advisory_session.go.
+
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +18,6 @@ import (
 	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -61,51 +62,6 @@ var (
 	_ queue.Claimer   = (*AdvisoryClaimer)(nil)
 	_ queue.LockCheck = (*AdvisoryClaimer)(nil)
 )
-
-// cursor is where a queue's next walk starts when other sessions hold its
-// head (resume; nil: at the head), and the count of its walks, so that
-// every resumeEvery-th one starts at the head again. Each queue has its
-// own: a claimer that works several queues walks each from its head as
-// often as one that works only that queue.
-type cursor struct {
-	resume *lockedRow
-	claims int
-	// notHeadBefore spaces out the periodic walks from the head when they
-	// cost much (see headGap). Zero: no wait.
-	notHeadBefore time.Time
-	// resumed is what the last walk from a resume point took.
-	resumed time.Duration
-}
-
-// headGap is how long a claimer puts off its next walk from the head after
-// one that took took, when the last walk from its resume point took
-// resumed: nine times as long, so that head walks cost at most a tenth of
-// a busy claimer's time, up to maxHeadGap. A head walk reads the claim
-// index's entries of every job completed since vacuum last came by — all
-// of them while a long transaction holds the MVCC horizon, when one walk
-// can take a second — and a claimer that walked from the head on every
-// 16th claim of a backlog then spent most of its time there. Jobs behind
-// the resume point (given back by another claimer, due since) wait up to
-// the gap longer; a resumed walk that finds nothing still walks from the
-// head at once. A head walk is dear only when it took at least
-// cheapHeadWalk and four times the resumed walk: a server or client slowed
-// down as a whole (load, a pause) slows both alike, and then the count
-// rule alone holds.
-func headGap(took, resumed time.Duration) time.Duration {
-	if took < cheapHeadWalk || took < 4*resumed {
-		return 0
-	}
-	return min(9*took, maxHeadGap)
-}
-
-var (
-	cheapHeadWalk = 2 * time.Millisecond // a variable for tests
-	maxHeadGap    = 5 * time.Second
-)
-
-// maxCursors bounds the queues a claimer keeps cursors for; past it they
-// are all forgotten, which only makes the next walks start at the head.
-const maxCursors = 1024
 
 // lockKey is a two-key advisory lock: the table's namespace and the job id
 // folded to int4.
@@ -157,163 +113,6 @@ func (c *AdvisoryClaimer) PostCheckDropped() int64 { return c.dropped.Load() }
 // session held them: how much claimers of one queue get in each other's
 // way (Config.ClaimConcurrency bounds it within a process).
 func (c *AdvisoryClaimer) HeldSkipped() int64 { return c.skipped.Load() }
-
-// connect takes a connection from the pool and starts a new lease session
-// on it. c.mu is held.
-func (c *AdvisoryClaimer) connect(ctx context.Context) error {
-	conn, err := c.d.pool.Acquire(ctx)
-	if err != nil {
-		return interpret("acquire connection", err)
-	}
-	c.conn = conn
-	c.prepared = false
-	c.token = rand.Int64N(math.MaxInt64-1) + 1
-	c.mark = strconv.FormatInt(c.token, 36)
-	c.held = map[int64]lockKey{}
-	c.nss = map[int32]bool{}
-	if err := c.markSession(ctx); err != nil {
-		c.dropConn()
-		return err
-	}
-	if err := c.lookupNamespace(ctx); err != nil {
-		c.dropConn()
-		return err
-	}
-	return nil
-}
-
-// markSession makes the connection's session the claimer's own
-// (session.sql), or refuses it with queue.ErrUnsupportedServer when
-// another client shares it. c.mu is held.
-func (c *AdvisoryClaimer) markSession(ctx context.Context) error {
-	gctx, done := guard(ctx, c.conn.Conn().PgConn())
-	defer done()
-	var (
-		marked    bool
-		isolation string
-	)
-	if err := c.conn.QueryRow(gctx, c.d.stmts.session, c.mark, c.d.stmts.table).Scan(&c.pid, &marked, &isolation); err != nil {
-		return failed(ctx, "take a session", err)
-	}
-	c.oneTx = isolation == "read committed"
-	if !marked {
-		return fmt.Errorf("%w: postgres: the session of server process %d already holds another advisory claimer's locks or mark; %s",
-			queue.ErrUnsupportedServer, c.pid, adviceAdvisory)
-	}
-	return nil
-}
-
-// lookupNamespace learns the table's lock namespace (its oid), when it
-// exists. c.mu is held.
-func (c *AdvisoryClaimer) lookupNamespace(ctx context.Context) error {
-	gctx, done := guard(ctx, c.conn.Conn().PgConn())
-	defer done()
-	var (
-		pid int32
-		ns  pgtype.Int4
-	)
-	if err := c.conn.QueryRow(gctx, c.d.stmts.namespace, c.d.stmts.table).Scan(&pid, &ns); err != nil {
-		return failed(ctx, "look up the jobs table", err)
-	}
-	if ns.Valid {
-		c.nss[ns.Int32] = true
-	}
-	return nil
-}
-
-// dropConn closes the connection, which ends its session and with it every
-// lock it holds, and forgets its leases. c.mu is held.
-func (c *AdvisoryClaimer) dropConn() {
-	if c.conn == nil {
-		return
-	}
-	pc := c.conn
-	c.conn = nil
-	c.held, c.nss = nil, nil
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	_ = pc.Conn().Close(ctx)
-	cancel()
-	pc.Release() // a closed connection is destroyed, not pooled
-}
-
-// broken reports whether c's connection is gone, dropping it if so.
-// c.mu is held.
-func (c *AdvisoryClaimer) broken() bool {
-	if c.conn == nil {
-		return true
-	}
-	if c.conn.Conn().IsClosed() {
-		c.dropConn()
-		return true
-	}
-	return false
-}
-
-// settle restores the invariant that the connection holds the locks of
-// exactly the jobs in c.held, after a statement failed or was cut off
-// partway (session locks survive a cancelled statement): it finds the
-// session's locks in pg_locks and releases those that are not held jobs'.
-// It runs on a context of its own. If that fails, the connection is
-// dropped, which releases everything. c.mu is held.
-func (c *AdvisoryClaimer) settle() {
-	if c.broken() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	defer cancel()
-	var err error
-	for range 3 {
-		if err = c.sweep(ctx); err == nil {
-			return
-		}
-		if c.broken() {
-			return
-		}
-	}
-	c.d.log.Warn("dbq: postgres: could not release stray advisory locks; dropping the connection", "err", err)
-	c.dropConn()
-}
-
-// sweep releases this session's advisory locks in our namespaces that no
-// held job accounts for. c.mu is held.
-func (c *AdvisoryClaimer) sweep(ctx context.Context) error {
-	if err := c.lookupNamespace(ctx); err != nil && !errors.Is(err, queue.ErrNotMigrated) {
-		return err
-	}
-	mine := make(map[lockKey]bool, len(c.held))
-	for _, k := range c.held {
-		mine[k] = true
-	}
-	for range 3 {
-		rows, err := c.conn.Query(ctx, c.d.stmts.heldLocks, c.mark)
-		if err != nil {
-			return err
-		}
-		locks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (lockKey, error) {
-			var l lockKey
-			err := r.Scan(&l.ns, &l.k)
-			return l, err
-		})
-		if err != nil {
-			return err
-		}
-		var nss, ks []int32
-		for _, l := range locks {
-			if c.nss[l.ns] && !mine[l] {
-				nss, ks = append(nss, l.ns), append(ks, l.k)
-			}
-		}
-		if len(nss) == 0 {
-			return nil
-		}
-		// A stray lock may be held more than once; look again after.
-		if _, err := c.conn.Exec(ctx, c.d.stmts.unlock, nss, ks, c.mark); err != nil {
-			return err
-		}
-		c.swept.Add(int64(len(nss)))
-	}
-	return errors.New("dbq: postgres: advisory locks keep coming back")
-}
 
 // Claim returns up to n ready jobs of queue, each locked by this claimer
 // alone, in (priority, run_at, id) order.
@@ -388,7 +187,7 @@ func (c *AdvisoryClaimer) keepChecked(queueName string, locked []lockedRow, jobs
 	c.dropped.Add(int64(len(nss)))
 	if len(nss) > 0 {
 		if err := c.unlock(nss, ks); err != nil {
-			c.settle() // what it failed to unlock is not held: a sweep releases it
+			c.resync() // what it failed to unlock is not held: a sweep releases it
 		}
 	}
 	if c.conn == nil {
@@ -423,7 +222,7 @@ func (c *AdvisoryClaimer) lockChecked(ctx context.Context, queueName string, n i
 			prepared := c.prepared
 			locked, jobs, took, err := c.walkChecked(ctx, w)
 			if err != nil {
-				c.settle()
+				c.resync()
 				if try > 0 || held > 0 || c.conn != nil || ctx.Err() != nil {
 					return nil, nil, err
 				}
@@ -436,200 +235,6 @@ func (c *AdvisoryClaimer) lockChecked(ctx context.Context, queueName string, n i
 			}
 		}
 	}
-}
-
-// walkChecked runs walk w and the post-check in one round trip and one
-// transaction: under READ COMMITTED each statement reads a snapshot of its
-// own, so the post-check's is taken after the walk's locks (see Claim),
-// and it reads the ids the walk locked from a setting local to that
-// transaction (dbq.walked), which ends with it. A session whose
-// transactions default to another isolation level runs the post-check in
-// a transaction of its own, a round trip later, given the ids.
-//
-// It returns the rows the walk locked, the jobs the post-check kept, what
-// the walk took (to the end of its results) and the first error. c.mu is
-// held.
-func (c *AdvisoryClaimer) walkChecked(ctx context.Context, w *walkPlan) ([]lockedRow, []*queue.Job, time.Duration, error) {
-	var (
-		locked []lockedRow
-		jobs   []*queue.Job
-		end    time.Time
-	)
-	readJobs := func(rows pgx.Rows) (err error) {
-		jobs, err = readChecked(rows)
-		return err
-	}
-	steps := c.walkSteps(w, &locked)
-	walk := &steps[len(steps)-1]
-	read := walk.read
-	walk.read = func(rows pgx.Rows) error {
-		defer func() { end = time.Now() }()
-		return read(rows)
-	}
-	together := c.postCheck && c.oneTx
-	if together {
-		walk.chained = true
-		steps = append(steps, step{sql: c.d.stmts.postcheck, args: []any{nil, c.mark}, read: readJobs})
-	}
-	gctx, done := guard(ctx, c.conn.Conn().PgConn())
-	defer done()
-	start := time.Now()
-	err := cmp.Or(pipelined(gctx, c.conn.Conn(), steps)...)
-	for _, l := range locked {
-		c.nss[l.NS] = true // so that a sweep after a failed post-check finds them
-	}
-	if err == nil && c.postCheck && !together && len(locked) > 0 {
-		ids := make([]int64, len(locked))
-		for i, l := range locked {
-			ids[i] = l.ID
-		}
-		err = cmp.Or(pipelined(gctx, c.conn.Conn(), c.d.planned(c.d.stmts.postcheck, []any{ids, c.mark}, readJobs))...)
-	}
-	if err != nil {
-		return nil, nil, 0, failed(ctx, "claim", err)
-	}
-	return locked, jobs, end.Sub(start), nil
-}
-
-// lockedRow is a row claim_advisory.sql locked, with the count of rows its
-// walk passed before it because other sessions held them.
-type lockedRow struct {
-	ID       int64
-	NS       int32
-	Priority int16
-	RunAt    time.Time
-	Skipped  int32
-}
-
-// walkPlan is one walk's arguments: from is where it starts (nil: at the
-// head of the queue).
-type walkPlan struct {
-	queue   string
-	heldIDs []int64
-	n       int
-	cur     *cursor
-	from    *lockedRow
-}
-
-// planWalk says where the next walk of queueName starts. c.mu is held.
-//
-// A walk from the head reads past two kinds of rows before it finds free
-// ones: with many claimers, the jobs the others hold (work that grows with
-// claimers times their batches); and, until vacuum, the claim index's
-// entries for every job completed since — all of them while a long
-// transaction anywhere on the server holds the MVCC horizon. So after a
-// walk that locked jobs, the next one starts at the first row it locked
-// (jobs before it were taken or held then), or at the last row any
-// claimer of the Driver locked when that is further on (fronts). A walk
-// starts at the head instead, where jobs released behind the start come
-// back, on every resumeEvery-th claim of the Driver's claimers of the
-// queue, after a claimer released jobs, and at once
-// when a resumed walk finds nothing (so a job released behind the resume
-// point comes back at once); a head walk that took long puts the next
-// periodic one off (headGap). A walk that finds fewer than n keeps
-// the resume point: a queue its workers keep nearly empty would otherwise
-// walk every dead entry on nearly every claim.
-// Lower priority numbers are read from their start in every walk.
-func (c *AdvisoryClaimer) planWalk(queueName string, n int) *walkPlan {
-	heldIDs := make([]int64, 0, len(c.held))
-	for id := range c.held {
-		heldIDs = append(heldIDs, id)
-	}
-	cur := c.cursors[queueName]
-	if cur == nil {
-		if len(c.cursors) >= maxCursors || c.cursors == nil {
-			c.cursors = map[string]*cursor{}
-		}
-		cur = &cursor{}
-		c.cursors[queueName] = cur
-	}
-	cur.claims++
-	headDue := !time.Now().Before(cur.notHeadBefore)
-	if c.d.fronts.count(queueName)%resumeEvery == 0 && headDue {
-		cur.resume = nil
-	}
-	w := &walkPlan{queue: queueName, heldIDs: heldIDs, n: n, cur: cur}
-	if cur.resume != nil {
-		w.from = c.d.fronts.past(queueName, cur.resume)
-	}
-	return w
-}
-
-// walked records what walk w locked, which took took (timed: the only
-// walk of its round trip, on a connection that had its statements
-// prepared), and reports whether to walk again: a resumed walk that found
-// nothing is followed by one from the head, which w then is. c.mu is
-// held.
-func (c *AdvisoryClaimer) walked(w *walkPlan, locked []lockedRow, took time.Duration, timed bool) (again bool) {
-	cur := w.cur
-	switch {
-	case !timed:
-	case w.from == nil:
-		cur.notHeadBefore = time.Now().Add(headGap(took, cur.resumed))
-	default:
-		cur.resumed = took
-	}
-	if len(locked) > 0 {
-		c.skipped.Add(int64(locked[len(locked)-1].Skipped))
-		first := locked[0]
-		for _, l := range locked[1:] {
-			if before(&l, &first) {
-				first = l
-			}
-		}
-		cur.resume = &first
-		c.d.fronts.advance(w.queue, locked)
-		return false
-	}
-	cur.resume = nil
-	if w.from == nil {
-		return false
-	}
-	c.d.fronts.reset(w.queue, w.from)
-	w.from = nil // nothing past the resume point: walk from the head
-	return true
-}
-
-// walkSteps are the steps of walk w, which read the rows it locked into
-// locked. c.mu is held.
-func (c *AdvisoryClaimer) walkSteps(w *walkPlan, locked *[]lockedRow) []step {
-	priority, runAt, id := headPriority, headRunAt, int64(0)
-	if w.from != nil {
-		priority, runAt, id = w.from.Priority, pgtype.Timestamptz{Time: w.from.RunAt, Valid: true}, w.from.ID
-	}
-	return c.d.planned(c.d.stmts.claimAdvisory, []any{w.queue, w.heldIDs, int32(w.n), priority, runAt, id, c.mark},
-		func(rows pgx.Rows) (err error) {
-			*locked, err = readLocked(rows)
-			return err
-		})
-}
-
-// readChecked reads the rows postcheck.sql returned.
-func readChecked(rows pgx.Rows) ([]*queue.Job, error) {
-	r := new(jobRow)
-	j := &r.j
-	return readJobs(rows, r, []any{&j.ID, &j.Queue, &j.Payload, &j.Priority, &j.RunAt, &r.attempt, &r.maxAtt,
-		&r.lastError, &r.dedupe, &j.CreatedAt, &j.Kind})
-}
-
-// readLocked reads the rows claim_advisory.sql locked.
-func readLocked(rows pgx.Rows) ([]lockedRow, error) {
-	defer rows.Close()
-	var (
-		out  []lockedRow
-		l    lockedRow
-		dest = []any{&l.ID, &l.NS, &l.Priority, &l.RunAt, &l.Skipped}
-	)
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // unlock releases the given locks on a context of its own: a lock must go
@@ -666,7 +271,7 @@ func (c *AdvisoryClaimer) release(ids []int64) {
 		return
 	}
 	if err := c.unlock(nss, ks); err != nil {
-		c.settle()
+		c.resync()
 	}
 }
 
@@ -706,7 +311,7 @@ func (c *AdvisoryClaimer) Complete(ctx context.Context, leases []queue.Lease) er
 	unlock, sweep := c.completed(valid, &r, errs)
 	c.release(unlock)
 	if sweep {
-		c.settle()
+		c.resync()
 	}
 	if err := r.err(errs); err != nil {
 		if c.broken() {
@@ -906,185 +511,4 @@ func (c *AdvisoryClaimer) Close(ctx context.Context) error {
 	c.conn.Release()
 	c.conn, c.held, c.nss = nil, nil, nil
 	return nil
-}
-
-// backendPID returns the server process of the claimer's connection, 0
-// when it has none. For tests.
-func (c *AdvisoryClaimer) backendPID() uint32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.conn == nil {
-		return 0
-	}
-	return c.conn.Conn().PgConn().PID()
-}
-
-// heldIDs returns the jobs the claimer holds. For tests.
-func (c *AdvisoryClaimer) heldIDs() []int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ids := make([]int64, 0, len(c.held))
-	for id := range c.held {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// advisoryLocksHold refuses, with queue.ErrUnsupportedServer, a server
-// that speaks PostgreSQL's protocol but whose advisory lock functions take
-// no lock: CockroachDB accepts pg_try_advisory_lock and returns true
-// without locking, so every claimer would take every job. It is told by
-// the crdb_version parameter CockroachDB reports at connection start
-// (param reads the connection's parameters). Not tested against a
-// CockroachDB server here.
-func advisoryLocksHold(param func(string) string) error {
-	if v := param("crdb_version"); v != "" {
-		return fmt.Errorf("%w: postgres: %s takes no advisory locks; use the SKIP LOCKED strategy "+
-			"(postgres.Config{Strategy: postgres.SkipLocked}, or dbq --strategy skiplocked)", queue.ErrUnsupportedServer, v)
-	}
-	return nil
-}
-
-// sessionProbeWait bounds the wait for a second pool connection in
-// ownSession.
-const sessionProbeWait = 2 * time.Second
-
-// ownSession refuses, with queue.ErrUnsupportedServer and the setup to use
-// instead, a pool whose connections do not each have a session of their
-// own: a transaction pooler (PgBouncer with pool_mode = transaction) hands
-// one client connection's statements to any server connection, and the
-// advisory locks taken through it land in sessions other clients then use
-// (1,243 jobs of 3,000 ran twice that way). pid is the server process the
-// claimer's connection reached; a second connection of the pool that
-// reaches the same one shares sessions. Such a pooler reuses the server
-// connection a client just left, so the probe finds it; where it does not
-// (a pool with no connection to spare, other pooler settings), the session
-// guard in every statement of the claimer still stops the first one that
-// runs elsewhere, before it takes, checks or releases a lock. Passed once
-// per Driver.
-func (d *Driver) ownSession(ctx context.Context, pid int32) error {
-	if d.sessionChecked.Load() {
-		return nil
-	}
-	actx, cancel := context.WithTimeout(ctx, sessionProbeWait)
-	defer cancel()
-	conn, err := d.pool.Acquire(actx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctxErr("new claimer", ctx)
-		}
-		return nil // no connection to spare: the session guard stands alone
-	}
-	defer conn.Release()
-	var other int32
-	if err := conn.QueryRow(actx, d.stmts.backendPID).Scan(&other); err != nil {
-		if ctx.Err() == nil && actx.Err() != nil {
-			return nil // too slow an answer to probe with: the session guard stands alone
-		}
-		return interpret("check the session", err)
-	}
-	if other == pid {
-		return fmt.Errorf("%w: postgres: two connections of the pool reached the same server process %d; %s",
-			queue.ErrUnsupportedServer, pid, adviceAdvisory)
-	}
-	d.sessionChecked.Store(true)
-	return nil
-}
-
-// fronts is, per queue, the last row (in claim order) that any advisory
-// claimer of the Driver locked, its front, and the count of the claimers'
-// walks. A claimer's resumed walk starts at the front when that is past its
-// own resume point. With many claimers in a process, each one's own resume
-// point falls behind the jobs the others took since its last claim, and
-// every resumed walk read past them all (rows other sessions hold: one
-// failed lock each): at 64 claimers a walk averaged 4.5 ms against 2.3 ms
-// at 8, and 27% of the rows it locked were gone by the post-check. Rows
-// behind the front come back as rows behind any resume point do, in the
-// walks from the head; those are every resumeEvery-th walk of the
-// process's claimers of the queue, not of each claimer: a walk from the
-// head reads past every job the claimers hold, so with 64 claimers each
-// walking from the head every resumeEvery-th claim, most of the time went
-// there.
-type fronts struct {
-	mu sync.Mutex
-	m  map[string]*front
-}
-
-type front struct {
-	row    *lockedRow // nil: none
-	claims int
-}
-
-// before reports whether a comes before b in claim order.
-func before(a, b *lockedRow) bool {
-	return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID)) < 0
-}
-
-// get returns queue's front, making it. f.mu is held.
-func (f *fronts) get(queueName string) *front {
-	fr := f.m[queueName]
-	if fr == nil {
-		if f.m == nil || len(f.m) >= maxCursors {
-			f.m = map[string]*front{}
-		}
-		fr = &front{}
-		f.m[queueName] = fr
-	}
-	return fr
-}
-
-// count counts a walk of queue and returns the count so far.
-func (f *fronts) count(queueName string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fr := f.get(queueName)
-	fr.claims++
-	return fr.claims
-}
-
-// past returns queue's front when it is past from, else from.
-func (f *fronts) past(queueName string, from *lockedRow) *lockedRow {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if fr := f.get(queueName); fr.row != nil && before(from, fr.row) {
-		return fr.row
-	}
-	return from
-}
-
-// advance moves queue's front to the last of locked when that is past it.
-func (f *fronts) advance(queueName string, locked []lockedRow) {
-	last := &locked[0]
-	for i := range locked[1:] {
-		if before(last, &locked[i+1]) {
-			last = &locked[i+1]
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if fr := f.get(queueName); fr.row == nil || before(fr.row, last) {
-		l := *last
-		fr.row = &l
-	}
-}
-
-// reset forgets queue's front when a walk from it, at, found nothing past
-// it (and it has not moved since): the next resumed walks start at their
-// own points again.
-func (f *fronts) reset(queueName string, at *lockedRow) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if fr := f.get(queueName); fr.row == at {
-		fr.row = nil
-	}
-}
-
-// clear forgets every front (jobs were given back behind them).
-func (f *fronts) clear() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, fr := range f.m {
-		fr.row = nil
-	}
 }

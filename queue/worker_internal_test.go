@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Without Hooks, running a job and settling its result allocate nothing
+// Without Hooks, running a job and tallying its result allocate nothing
 // beyond what the handler does.
 func TestRunAllocatesNothingWithoutHooks(t *testing.T) {
 	w := &Worker{handler: func(context.Context, *Job) error { return nil }, cfg: WorkerConfig{Backoff: DefaultBackoff}}
@@ -13,7 +13,7 @@ func TestRunAllocatesNothingWithoutHooks(t *testing.T) {
 	ctx := context.Background()
 	n := testing.AllocsPerRun(200, func() {
 		r := w.run(ctx, j)
-		if w.settle(&r, false, false) != OutcomeCompleted {
+		if w.tally(&r, false, false) != OutcomeCompleted {
 			t.Fatal("not completed")
 		}
 	})
