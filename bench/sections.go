@@ -160,7 +160,9 @@ func (r *Runner) drainDBQ(ctx context.Context, e *env, strategy string, workers 
 	took := time.Since(start)
 	cancel()
 	for range ws {
-		<-errc
+		if err := <-errc; err != nil {
+			return took, fmt.Errorf("worker shutdown: %w", err)
+		}
 	}
 	return took, nil
 }
@@ -327,7 +329,7 @@ func (r *Runner) pickup(ctx context.Context) error {
 	return nil
 }
 
-func (r *Runner) pickupDBQ(ctx context.Context, q *queue.Queue) ([]time.Duration, error) {
+func (r *Runner) pickupDBQ(ctx context.Context, q *queue.Queue) (_ []time.Duration, err error) {
 	seen := make(chan time.Duration, 1)
 	w, err := queue.NewWorker(q, func(_ context.Context, j *queue.Job) error {
 		sent := int64(binary.BigEndian.Uint64(j.Payload))
@@ -341,7 +343,12 @@ func (r *Runner) pickupDBQ(ctx context.Context, q *queue.Queue) ([]time.Duration
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if werr := <-done; werr != nil && err == nil {
+			err = fmt.Errorf("worker: %w", werr)
+		}
+	}()
 	// Each sample can wait a whole poll interval: keep the count modest.
 	samples := max(10, r.cfg.Samples/10)
 	lat := make([]time.Duration, 0, samples)

@@ -442,7 +442,7 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 	if err != nil {
 		return 0, 0, fmt.Errorf("dbq move: export: %w", err)
 	}
-	defer b.Rollback()
+	defer func() { _ = b.Rollback() }() // an export only reads
 	jobs := b.Jobs()
 	if len(jobs) == 0 {
 		return 0, b.Cursor(), nil

@@ -465,7 +465,9 @@ func TestMoveKilledAndRerun(t *testing.T) {
 				t.Logf("child finished before kill %d", kills+1)
 			case <-time.After(time.Duration(50+rng.IntN(250)) * time.Millisecond):
 				_ = cmd.Process.Kill()
-				<-done
+				if err := <-done; err == nil {
+					t.Logf("child finished as kill %d came", kills+1)
+				}
 				kills++
 			}
 			if len(snapshot(t, src)) == 0 {

@@ -305,7 +305,9 @@ func globalStatus(b *testing.B) map[string]int64 {
 	out := map[string]int64{}
 	for rows.Next() {
 		var k, v string
-		rows.Scan(&k, &v)
+		if err := rows.Scan(&k, &v); err != nil {
+			b.Fatal(err)
+		}
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			out[k] = n
 		}

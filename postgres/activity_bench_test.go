@@ -28,7 +28,7 @@ func BenchmarkWorkerActivity(b *testing.B) {
 					b.Fatal(err)
 				}
 				flushed := make(chan struct{})
-				go func() { defer close(flushed); act.Run(ctx) }()
+				go func() { defer close(flushed); _ = act.Run(ctx) }()
 				defer func() { <-flushed }() // before the queue closes
 			}
 			var done atomic.Int64

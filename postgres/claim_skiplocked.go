@@ -121,7 +121,6 @@ func (c *SkipLockedClaimer) claimed(ctx context.Context, queueName string, n int
 	jobs []*queue.Job, err error) ([]*queue.Job, error) {
 	if err == nil && len(jobs) == 0 && from != nil {
 		// Nothing past where the last claim began: look from the head.
-		from = nil
 		jobs, err = c.claim(ctx, queueName, n, token, nil)
 	}
 	if err != nil {

@@ -567,7 +567,8 @@ func TestAdvisoryNetworkCutCancelsHandler(t *testing.T) {
 	}
 	stop()
 	select {
-	case <-done:
+	case err := <-done:
+		t.Logf("Run with its connections cut: %v", err)
 	case <-time.After(time.Minute):
 		t.Fatal("Run did not return with its connections cut")
 	}

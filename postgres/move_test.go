@@ -27,7 +27,7 @@ func TestExportLocksOnlyItsBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Rollback()
+	defer func() { _ = b.Rollback() }()
 	if got := len(b.Jobs()); got != 500 {
 		t.Fatalf("batch holds %d jobs, want 500", got)
 	}

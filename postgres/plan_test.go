@@ -59,7 +59,7 @@ func TestIDListPlansUsePrimaryKey(t *testing.T) {
 			if _, err := conn.Exec(ctx, fmt.Sprintf("PREPARE %s AS %s", name, c.sql)); err != nil {
 				t.Fatalf("prepare: %v", err)
 			}
-			defer conn.Exec(ctx, "DEALLOCATE "+name)
+			defer func() { _, _ = conn.Exec(ctx, "DEALLOCATE "+name) }()
 			tx, err := conn.Begin(ctx) // EXPLAIN ANALYZE is not run: nothing changes
 			if err != nil {
 				t.Fatal(err)
@@ -127,7 +127,7 @@ func TestClaimSkipsFutureJobsAhead(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Release()
-			defer conn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+			defer func() { _, _ = conn.Exec(ctx, "SELECT pg_advisory_unlock_all()") }()
 			tx, err := conn.Begin(ctx)
 			if err != nil {
 				t.Fatal(err)

@@ -43,7 +43,7 @@ func ExampleActivity() {
 	flushed := make(chan struct{})
 	go func() {
 		defer close(flushed)
-		act.Run(actCtx) // flushes every 10 s; when stopped, once more, then removes the process row
+		_ = act.Run(actCtx) // flushes every 10 s; when stopped, once more, then removes the process row
 	}()
 
 	runCtx, stop := context.WithCancel(ctx)

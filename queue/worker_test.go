@@ -718,8 +718,8 @@ func TestWorkerStopNow(t *testing.T) {
 	<-started
 	cancel() // graceful: the handlers could run for an hour
 	select {
-	case <-done:
-		t.Fatal("Run returned before StopNow, with handlers running and an hour to go")
+	case err := <-done:
+		t.Fatalf("Run returned (%v) before StopNow, with handlers running and an hour to go", err)
 	case <-time.After(100 * time.Millisecond):
 	}
 	w.StopNow()

@@ -181,7 +181,7 @@ func (e *env) serve(t *testing.T, opts ui.Options) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var root http.Handler = h
+	root := http.Handler(h)
 	if opts.Prefix != "" {
 		mux := http.NewServeMux()
 		mux.Handle(opts.Prefix+"/", h)
@@ -257,7 +257,7 @@ func (b *browser) post(path string, form url.Values, hdr ...string) (int, string
 		b.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, resp.Body)
+	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, resp.Header.Get("Location")
 }
 

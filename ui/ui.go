@@ -343,7 +343,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, name, title str
 	if len(status) > 0 {
 		w.WriteHeader(status[0])
 	}
-	buf.WriteTo(w)
+	_, _ = buf.WriteTo(w) // a client gone mid-page is no error of ours
 }
 
 // fail answers r with err's text, escaped, and logs it.

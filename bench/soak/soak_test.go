@@ -50,8 +50,12 @@ func TestRowsRoundTripAndPrint(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.Encode(r)
-	enc.Encode(Row{Impl: "river", Scenario: Burst})
+	if err := enc.Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Encode(Row{Impl: "river", Scenario: Burst}); err != nil {
+		t.Fatal(err)
+	}
 	back, err := ReadJSON(&buf)
 	if err != nil || len(back) != 2 || back[0] != r {
 		t.Fatalf("round trip: %+v, %v", back, err)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -121,7 +120,7 @@ func buildDBQ(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin = "go"
 	}
 	bin := filepath.Join(t.TempDir(), "dbq")
 	cmd := exec.Command(goBin, "build", "-o", bin, "./cmd/dbq")

@@ -97,7 +97,7 @@ func (f *fleet) start() (*worker, error) {
 	}
 	w.pid = w.cmd.Process.Pid
 	if logFile != nil {
-		os.Rename(logFile.Name(), filepath.Join(h.cfg.LogDir, fmt.Sprintf("worker-%d-%d.log", n, w.pid)))
+		_ = os.Rename(logFile.Name(), filepath.Join(h.cfg.LogDir, fmt.Sprintf("worker-%d-%d.log", n, w.pid)))
 	}
 	f.mu.Lock()
 	f.all = append(f.all, w)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -38,7 +39,7 @@ func main() {
 	fs.BoolVar(&asJSON, "json", false, "print rows as JSON lines on stdout (default a table at the end)")
 	fs.StringVar(&report, "report", "", "comma-separated JSON files to print as one table and plot; runs nothing")
 	fs.StringVar(&plot, "plot", "", "with --report: draw each scenario to <plot>-<scenario>.png")
-	fs.Parse(os.Args[1:])
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: it exits on a bad flag
 	if report != "" {
 		if err := printReport(strings.Split(report, ","), plot); err != nil {
 			fatal(err)
@@ -59,7 +60,9 @@ func main() {
 	emit := func(r soak.Row) {
 		fmt.Fprintln(os.Stderr, r)
 		if asJSON {
-			enc.Encode(r)
+			if err := enc.Encode(r); err != nil {
+				log.Fatal(err)
+			}
 		}
 		rows = append(rows, r)
 	}
@@ -75,7 +78,9 @@ func main() {
 		}
 	}
 	if !asJSON {
-		soak.WriteTable(os.Stdout, rows)
+		if err := soak.WriteTable(os.Stdout, rows); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if ctx.Err() != nil {
 		os.Exit(130) // interrupted, as a shell reports it
