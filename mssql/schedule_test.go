@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -228,4 +229,50 @@ func scheduleStatementsSent(t *testing.T) []sentStmt {
 		}
 	}
 	return f.statements()
+}
+
+// Version 8 adds spec_since and seen_at to schedules: nullable (rows made
+// before it have neither until a scheduler stores them), DATETIME2(6) in
+// UTC as the other schedule times; seen_at starts as updated_at. Down drops
+// both.
+func TestScheduleSeenMigration(t *testing.T) {
+	stmts, dropped := migrationVersion(t, "00008_schedule_seen.sql")
+	if got := kinds(stmts); !slices.Equal(got, []string{"AlterTableAddTableElementStatement", "UpdateStatement"}) {
+		t.Fatalf("up: %v", got)
+	}
+	a := stmts[0].(*ast.AlterTableAddTableElementStatement)
+	if table := strings.TrimPrefix(a.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix); table != "schedules" {
+		t.Errorf("adds to %s", table)
+	}
+	var added []string
+	for _, c := range a.Definition.ColumnDefinitions {
+		added = append(added, c.ColumnIdentifier.Value+" "+typeName(c.DataType))
+		notNull := c.Nullable != nil && !c.Nullable.Nullable
+		for _, n := range find[*ast.NullableConstraintDefinition](c.Constraints) {
+			notNull = notNull || !n.Nullable
+		}
+		if notNull || c.DefaultConstraint != nil {
+			t.Errorf("%s is NOT NULL or has a default", c.ColumnIdentifier.Value)
+		}
+	}
+	if want := []string{"spec_since DATETIME2(6)", "seen_at DATETIME2(6)"}; !slices.Equal(added, want) {
+		t.Errorf("adds %v, want %v", added, want)
+	}
+	up, _ := dmlOf(stmts[1])
+	if got := sqlOfAll(up.set); !slices.Equal(got, []string{"seen_at = updated_at"}) || up.where != nil {
+		t.Errorf("UPDATE sets %v (where %v), want seen_at = updated_at on every row", got, up.where)
+	}
+	var gone []string
+	for _, s := range dropped {
+		d, ok := s.(*ast.AlterTableDropTableElementStatement)
+		if !ok {
+			t.Fatalf("down: a %T", s)
+		}
+		for _, e := range d.AlterTableDropTableElements {
+			gone = append(gone, e.TableElementType+" "+e.Name.Value)
+		}
+	}
+	if want := []string{"Column spec_since", "Column seen_at"}; !slices.Equal(gone, want) {
+		t.Errorf("down drops %v, want %v", gone, want)
+	}
 }

@@ -17,4 +17,4 @@ ALTER TABLE {{table "schedules"}}
 UPDATE {{table "schedules"}} SET seen_at = updated_at;
 
 -- +goose Down
-ALTER TABLE {{table "schedules"}} DROP COLUMN spec_since, seen_at;
+ALTER TABLE {{table "schedules"}} DROP COLUMN spec_since, COLUMN seen_at;
