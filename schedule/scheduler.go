@@ -48,11 +48,13 @@ const DefaultMaxMissed = 10
 // Schedule is one recurring job.
 type Schedule struct {
 	// Name identifies the schedule in the schedules table, across every
-	// process that runs it: the rules of a queue name, at most 64 bytes.
-	// Required.
+	// process that runs it and every edit of its other fields: its row,
+	// last tick and paused flag are the name's. The rules of a queue name,
+	// at most 64 bytes. Required.
 	Name string
-	// Spec says when it fires: a standard 5-field cron spec ("*/5 * * * *"),
-	// a 6-field one starting with seconds ("*/10 * * * * *"), a descriptor
+	// Spec says when it fires: a standard 5-field cron spec ("*/5 * * * *";
+	// day of week 0 or 7 is Sunday), a 6-field one starting with seconds
+	// ("*/10 * * * * *"), a descriptor
 	// (@hourly, @daily, @weekly, @monthly, @yearly) or "@every 30s" (ticks
 	// at multiples of the duration since the Unix epoch, so every process
 	// computes the same ticks). It may start with CRON_TZ=ZONE. Required.
