@@ -125,7 +125,7 @@ func testSpecChange(t *testing.T, q *queue.Queue) {
 	t.Parallel()
 	clk := &fakeClock{}
 	seen := map[string][]*queue.Job{}
-	old := scheduler(t, q, clk, crontabLine(t, `name=report 0 3 * * * spec-change {"v":1}`))
+	old := scheduler(t, q, clk, crontabLine(t, `name=report kind=report.daily 0 3 * * * spec-change {"v":1}`))
 	stepAt(t, clk, fakeDay.Add(2*time.Hour+59*time.Minute), old)
 	stepAt(t, clk, fakeDay.Add(3*time.Hour+time.Second), old)
 	drainTicks(t, q, "spec-change", seen)
@@ -133,11 +133,11 @@ func testSpecChange(t *testing.T, q *queue.Queue) {
 		t.Fatalf("after 03:00: jobs %v, want the 03:00 tick's", seen)
 	}
 	changed := fakeDay.Add(10 * time.Hour)
-	newer := scheduler(t, q, clk, crontabLine(t, `name=report 0 4 * * * spec-change {"v":2}`))
+	newer := scheduler(t, q, clk, crontabLine(t, `name=report kind=report.daily 0 4 * * * spec-change {"v":2}`))
 	stepAt(t, clk, changed, newer)
 	// A second new scheduler starts after the change: the row it reads
 	// already holds the new spec, and still it owes nothing today.
-	later := scheduler(t, q, clk, crontabLine(t, `name=report 0 4 * * * spec-change {"v":2}`))
+	later := scheduler(t, q, clk, crontabLine(t, `name=report kind=report.daily 0 4 * * * spec-change {"v":2}`))
 	stepAt(t, clk, changed.Add(5*time.Minute), later, newer)
 	drainTicks(t, q, "spec-change", seen)
 	if len(seen) != 1 {
@@ -152,6 +152,12 @@ func testSpecChange(t *testing.T, q *queue.Queue) {
 	want := []string{schedule.DedupeKey("report", fakeDay.Add(3*time.Hour)), schedule.DedupeKey("report", tomorrow)}
 	if got := slices.Sorted(mapsKeys(seen)); !slices.Equal(got, want) || len(seen[want[1]]) != 1 {
 		t.Errorf("ticks %v (%d jobs of the last), want %v once each", got, len(seen[want[1]]), want)
+	}
+	// The lines' kind= is the jobs' kind, so a Worker can route them.
+	for key, jobs := range seen {
+		if jobs[0].Kind != "report.daily" || string(jobs[0].Payload) == "" {
+			t.Errorf("job of %s: kind %q, payload %q; want kind report.daily", key, jobs[0].Kind, jobs[0].Payload)
+		}
 	}
 }
 
