@@ -59,7 +59,10 @@
 // line's text (as before) made every edit a new schedule, and during a
 // rolling deploy the old and the new line each made their own job per
 // tick. Two unnamed lines on the same queue and kind would share a name,
-// so ParseCrontab refuses them and asks for a name=.
+// so ParseCrontab refuses them and asks for a name=. Rows stored under the
+// old QUEUE.HASH names are run by no scheduler after an upgrade: they are
+// marked stale after StaleAfter and `dbq schedules prune` removes them; a
+// pause set on one is to be set again on the new name.
 //
 // # A changed spec
 //
