@@ -94,6 +94,7 @@ var cases = []testCase{
 	{"LeavesPoolSessionsAsFound", testPoolSessions},
 	{"ProducerInsertsWithPlainSQL", testProducer},
 	{"SchedulesMakeOneJobPerTick", needsAdmin(testSchedules)},
+	{"SchedulesAreTheirNames", needsAdmin(testScheduleEdits)},
 	{"KindsRoundTrip", needsAdmin(testKindsRoundTrip)},
 	{"KindsUnknownRetriedThenDead", needsAdmin(testKindsUnknown)},
 }

@@ -22,7 +22,7 @@ func (d *Driver) UpsertSchedule(ctx context.Context, def queue.ScheduleDef) erro
 		return d.db.ExecContext(ctx, d.sql.text(sqlScheduleUpsert),
 			sql.Named("name", mssqldb.VarChar(def.Name)), sql.Named("spec", def.Spec),
 			sql.Named("time_zone", mssqldb.VarChar(def.TimeZone)), sql.Named("queue", mssqldb.VarChar(def.Queue)),
-			sql.Named("next_tick", nullTime(def.NextTick)))
+			sql.Named("next_tick", nullTime(def.NextTick)), sql.Named("at", def.At.UTC()))
 	})
 	return classify("upsert schedule", d.dedupe, err)
 }
@@ -76,13 +76,15 @@ func (d *Driver) Schedules(ctx context.Context) ([]queue.ScheduleInfo, error) {
 	var out []queue.ScheduleInfo
 	for rows.Next() {
 		var (
-			s          queue.ScheduleInfo
-			last, next sql.NullTime
+			s           queue.ScheduleInfo
+			last, next  sql.NullTime
+			since, seen sql.NullTime
 		)
-		if err := rows.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Queue, &last, &next, &s.Paused, &s.UpdatedAt); err != nil {
+		if err := rows.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Queue, &last, &next, &s.Paused, &s.UpdatedAt, &since, &seen); err != nil {
 			return nil, classify("schedules", d.dedupe, err)
 		}
 		s.LastTick, s.NextTick, s.UpdatedAt = utcOf(last), utcOf(next), asUTC(s.UpdatedAt)
+		s.SpecSince, s.SeenAt = utcOf(since), utcOf(seen)
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
@@ -108,6 +110,30 @@ func (d *Driver) SetSchedulePaused(ctx context.Context, name string, paused bool
 	})
 	if err != nil {
 		return classify("set schedule paused", d.dedupe, err)
+	}
+	if !found {
+		return queue.ErrScheduleNotFound
+	}
+	return nil
+}
+
+// DeleteSchedule removes a stored schedule, or only one not seen since
+// seenBefore when that is set (sql/schedule_delete.sql).
+func (d *Driver) DeleteSchedule(ctx context.Context, name string, seenBefore time.Time) error {
+	if d.closed.Load() {
+		return queue.ErrClosed
+	}
+	found, _, err := retryConflicts(ctx, d.cfg.ClaimAttempts, d.pause, func(ctx context.Context) (bool, error) {
+		var got string
+		err := d.db.QueryRowContext(ctx, d.sql.text(sqlScheduleDelete),
+			sql.Named("name", mssqldb.VarChar(name)), sql.Named("seen_before", nullTime(seenBefore))).Scan(&got)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return classify("delete schedule", d.dedupe, err)
 	}
 	if !found {
 		return queue.ErrScheduleNotFound

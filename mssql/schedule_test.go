@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,8 +38,12 @@ var scheduleSpecs = map[string]func(c *checker, stmts []ast.Statement){
 		c.table("UPDATE target", up.target, "schedules", "", "updlock", "holdlock")
 		// The last tick and the paused flag are the schedulers' and the
 		// operator's: an upsert leaves them.
-		c.eq("SET", sqlOfAll(up.set), []string{"spec = @spec", "time_zone = @time_zone", "queue = @queue",
-			"next_tick = " + utcParam("@next_tick"), "updated_at = SYSUTCDATETIME()"})
+		// spec_since moves only when the spec or zone changes: the SET
+		// reads the row as it was.
+		c.eq("SET", sqlOfAll(up.set), []string{
+			"spec_since = CASE WHEN spec = @spec AND time_zone = @time_zone THEN spec_since ELSE " + utcParam("@at") + " END",
+			"spec = @spec", "time_zone = @time_zone", "queue = @queue",
+			"next_tick = " + utcParam("@next_tick"), "seen_at = " + utcParam("@at"), "updated_at = SYSUTCDATETIME()"})
 		if up.where == nil {
 			c.errorf("UPDATE without WHERE")
 		} else {
@@ -51,7 +56,7 @@ var scheduleSpecs = map[string]func(c *checker, stmts []ast.Statement){
 			c.errorf("IF ... THEN is not an INSERT")
 			return
 		}
-		c.eq("INSERT columns", sqlOfAll(ins.insert.Columns), []string{"name", "spec", "time_zone", "queue", "next_tick", "paused", "updated_at"})
+		c.eq("INSERT columns", sqlOfAll(ins.insert.Columns), []string{"name", "spec", "time_zone", "queue", "next_tick", "spec_since", "seen_at", "paused", "updated_at"})
 	},
 	sqlScheduleAdvance: func(c *checker, stmts []ast.Statement) {
 		c.eq("statements", kinds(stmts), []string{"PredicateSetStatement", "UpdateStatement"})
@@ -89,7 +94,7 @@ var scheduleSpecs = map[string]func(c *checker, stmts []ast.Statement){
 			c.errorf("want SELECT ... ORDER BY name")
 			return
 		}
-		c.eq("columns", sqlOfAll(q.SelectElements), []string{"name", "spec", "time_zone", "queue", "last_tick", "next_tick", "paused", "updated_at"})
+		c.eq("columns", sqlOfAll(q.SelectElements), []string{"name", "spec", "time_zone", "queue", "last_tick", "next_tick", "paused", "updated_at", "spec_since", "seen_at"})
 		c.eq("order", sqlOfAll(q.OrderByClause.OrderByElements), []string{"name"})
 	},
 	sqlScheduleSetPaused: func(c *checker, stmts []ast.Statement) {
@@ -107,6 +112,22 @@ var scheduleSpecs = map[string]func(c *checker, stmts []ast.Statement){
 		c.eq("WHERE", conjuncts(up.where.SearchCondition), []string{"name = @name"})
 		c.eq("OUTPUT", sqlOfAll(up.out.SelectColumns), []string{"inserted.name"})
 	},
+	sqlScheduleDelete: func(c *checker, stmts []ast.Statement) {
+		c.eq("statements", kinds(stmts), []string{"PredicateSetStatement", "DeleteStatement"})
+		c.eq("table references", tableRefs(stmts), []string{"schedules"})
+		if len(stmts) != 2 {
+			return
+		}
+		del, _ := dmlOf(stmts[1])
+		if del.where == nil || del.out == nil || del.into != nil {
+			c.errorf("want DELETE ... OUTPUT ... WHERE")
+			return
+		}
+		// A prune removes only a row no scheduler refreshed meanwhile.
+		c.eq("WHERE", conjuncts(del.where.SearchCondition), []string{
+			"(@seen_before IS NULL OR seen_at IS NULL OR seen_at < " + utcParam("@seen_before") + ")", "name = @name"})
+		c.eq("OUTPUT", sqlOfAll(del.out.SelectColumns), []string{"deleted.name"})
+	},
 }
 
 // The checker rejects schedule statements that parse but lack what the
@@ -123,6 +144,8 @@ func TestCheckerRejectsSchedules(t *testing.T) {
 		{sqlScheduleUpsert, "WITH (UPDLOCK, HOLDLOCK)", ""},
 		{sqlScheduleUpsert, "queue = @queue,", "queue = @queue, paused = 0,"},
 		{sqlScheduleSetPaused, "OUTPUT inserted.name", ""},
+		{sqlScheduleUpsert, "ELSE CONVERT(DATETIME2(6), SWITCHOFFSET(@at, '+00:00')) END", "ELSE spec_since END"},
+		{sqlScheduleDelete, "OR seen_at < ", "OR seen_at > "},
 	} {
 		text := stmts.text(c.name)
 		if !strings.Contains(text, c.old) {
@@ -155,7 +178,12 @@ func scheduleStatementsSent(t *testing.T) []sentStmt {
 			}
 			return fakeAnswer{cols: []string{"name"}, rows: [][]driver.Value{{"s"}}}
 		case sqlSchedules:
-			return fakeAnswer{rows: [][]driver.Value{{"s", "@hourly", "UTC", "q", nil, tick, false, tick}}}
+			return fakeAnswer{rows: [][]driver.Value{{"s", "@hourly", "UTC", "q", nil, tick, false, tick, nil, tick}}}
+		case sqlScheduleDelete:
+			if !found {
+				return fakeAnswer{cols: []string{"name"}}
+			}
+			return fakeAnswer{cols: []string{"name"}, rows: [][]driver.Value{{"s"}}}
 		}
 		return answerOK(s)
 	})
@@ -183,9 +211,15 @@ func scheduleStatementsSent(t *testing.T) []sentStmt {
 	if err := q.PauseSchedule(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
+	if got, err := q.PruneSchedules(ctx, tick.Add(time.Hour)); err != nil || len(got) != 1 {
+		t.Fatalf("prune: %v, %v", got, err)
+	}
 	found = false
 	if err := q.ResumeSchedule(ctx, "s"); !errors.Is(err, queue.ErrScheduleNotFound) {
 		t.Fatalf("resume of a schedule not stored: %v", err)
+	}
+	if err := q.DeleteSchedule(ctx, "s"); !errors.Is(err, queue.ErrScheduleNotFound) {
+		t.Fatalf("delete of a schedule not stored: %v", err)
 	}
 	// A job is enqueued only in the advance's own transaction.
 	inTx := map[string]bool{sqlScheduleAdvance: true, sqlSavepoint: true, sqlEnqueueUnique: true}
@@ -195,4 +229,50 @@ func scheduleStatementsSent(t *testing.T) []sentStmt {
 		}
 	}
 	return f.statements()
+}
+
+// Version 8 adds spec_since and seen_at to schedules: nullable (rows made
+// before it have neither until a scheduler stores them), DATETIME2(6) in
+// UTC as the other schedule times; seen_at starts as updated_at. Down drops
+// both.
+func TestScheduleSeenMigration(t *testing.T) {
+	stmts, dropped := migrationVersion(t, "00008_schedule_seen.sql")
+	if got := kinds(stmts); !slices.Equal(got, []string{"AlterTableAddTableElementStatement", "UpdateStatement"}) {
+		t.Fatalf("up: %v", got)
+	}
+	a := stmts[0].(*ast.AlterTableAddTableElementStatement)
+	if table := strings.TrimPrefix(a.SchemaObjectName.BaseIdentifier.Value, testNames.Prefix); table != "schedules" {
+		t.Errorf("adds to %s", table)
+	}
+	var added []string
+	for _, c := range a.Definition.ColumnDefinitions {
+		added = append(added, c.ColumnIdentifier.Value+" "+typeName(c.DataType))
+		notNull := c.Nullable != nil && !c.Nullable.Nullable
+		for _, n := range find[*ast.NullableConstraintDefinition](c.Constraints) {
+			notNull = notNull || !n.Nullable
+		}
+		if notNull || c.DefaultConstraint != nil {
+			t.Errorf("%s is NOT NULL or has a default", c.ColumnIdentifier.Value)
+		}
+	}
+	if want := []string{"spec_since DATETIME2(6)", "seen_at DATETIME2(6)"}; !slices.Equal(added, want) {
+		t.Errorf("adds %v, want %v", added, want)
+	}
+	up, _ := dmlOf(stmts[1])
+	if got := sqlOfAll(up.set); !slices.Equal(got, []string{"seen_at = updated_at"}) || up.where != nil {
+		t.Errorf("UPDATE sets %v (where %v), want seen_at = updated_at on every row", got, up.where)
+	}
+	var gone []string
+	for _, s := range dropped {
+		d, ok := s.(*ast.AlterTableDropTableElementStatement)
+		if !ok {
+			t.Fatalf("down: a %T", s)
+		}
+		for _, e := range d.AlterTableDropTableElements {
+			gone = append(gone, e.TableElementType+" "+e.Name.Value)
+		}
+	}
+	if want := []string{"Column spec_since", "Column seen_at"}; !slices.Equal(gone, want) {
+		t.Errorf("down drops %v, want %v", gone, want)
+	}
 }

@@ -38,6 +38,7 @@ const (
 	sqlScheduleAdvance   = "schedule_advance"
 	sqlSchedules         = "schedules"
 	sqlScheduleSetPaused = "schedule_set_paused"
+	sqlScheduleDelete    = "schedule_delete"
 
 	sqlActivityAdd   = "activity_add"
 	sqlActivity      = "activity"

@@ -17,6 +17,7 @@ const (
 	sqlSchedulePaused    = "schedule_paused"
 	sqlSchedules         = "schedules"
 	sqlScheduleSetPaused = "schedule_set_paused"
+	sqlScheduleDelete    = "schedule_delete"
 )
 
 // UpsertSchedule stores def or updates its definition
@@ -25,10 +26,12 @@ func (d *Driver) UpsertSchedule(ctx context.Context, def queue.ScheduleDef) erro
 	if d.closed.Load() {
 		return queue.ErrClosed
 	}
-	next := nullTime(def.NextTick)
+	next, at := nullTime(def.NextTick), formatTime(def.At)
 	return d.retry(ctx, func() error {
 		_, err := d.db.ExecContext(ctx, d.stmts.get(sqlScheduleUpsert, 0),
-			def.Name, def.Spec, def.TimeZone, def.Queue, next, def.Spec, def.TimeZone, def.Queue, next)
+			def.Name, def.Spec, def.TimeZone, def.Queue, next, at, at,
+			def.Spec, def.TimeZone, at,
+			def.Spec, def.TimeZone, def.Queue, next, at)
 		return d.classify("upsert schedule", err)
 	})
 }
@@ -76,9 +79,9 @@ func (d *Driver) AdvanceSchedule(ctx context.Context, t queue.Tick) (queue.TickR
 // Schedules lists the stored schedules in name order (schedules.sql).
 func (d *Driver) Schedules(ctx context.Context) ([]queue.ScheduleInfo, error) {
 	return list(ctx, d, "schedules", sqlSchedules, func(rows *sql.Rows) (s queue.ScheduleInfo, err error) {
-		var last, next, updated utcTime
-		err = rows.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Queue, &last, &next, &s.Paused, &updated)
-		s.LastTick, s.NextTick, s.UpdatedAt = last.T, next.T, updated.T
+		var last, next, updated, since, seen utcTime
+		err = rows.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Queue, &last, &next, &s.Paused, &updated, &since, &seen)
+		s.LastTick, s.NextTick, s.UpdatedAt, s.SpecSince, s.SeenAt = last.T, next.T, updated.T, since.T, seen.T
 		return s, err
 	})
 }
@@ -98,6 +101,28 @@ func (d *Driver) SetSchedulePaused(ctx context.Context, name string, paused bool
 		}
 		n, err = r.RowsAffected()
 		return d.classify("set schedule paused", err)
+	})
+	if err == nil && n == 0 {
+		return queue.ErrScheduleNotFound
+	}
+	return err
+}
+
+// DeleteSchedule removes a stored schedule, or only one not seen since
+// seenBefore when that is set (schedule_delete.sql).
+func (d *Driver) DeleteSchedule(ctx context.Context, name string, seenBefore time.Time) error {
+	if d.closed.Load() {
+		return queue.ErrClosed
+	}
+	before := nullTime(seenBefore)
+	var n int64
+	err := d.retry(ctx, func() error {
+		r, err := d.db.ExecContext(ctx, d.stmts.get(sqlScheduleDelete, 0), name, before, before)
+		if err != nil {
+			return d.classify("delete schedule", err)
+		}
+		n, err = r.RowsAffected()
+		return d.classify("delete schedule", err)
 	})
 	if err == nil && n == 0 {
 		return queue.ErrScheduleNotFound

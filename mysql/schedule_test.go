@@ -10,11 +10,12 @@ import (
 // schedulePlaceholders are the schedule statements and the placeholders
 // each takes; TestStatementsRender counts them among the statement files.
 var schedulePlaceholders = map[string]int{
-	sqlScheduleUpsert:    9,
+	sqlScheduleUpsert:    15,
 	sqlScheduleAdvance:   4,
 	sqlSchedulePaused:    1,
 	sqlSchedules:         0,
 	sqlScheduleSetPaused: 2,
+	sqlScheduleDelete:    3,
 }
 
 // The schedule statements render with the schedules table of their names,

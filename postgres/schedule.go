@@ -18,7 +18,7 @@ func (d *Driver) UpsertSchedule(ctx context.Context, def queue.ScheduleDef) erro
 	if d.closed.Load() {
 		return queue.ErrClosed
 	}
-	_, err := d.pool.Exec(ctx, d.stmts.scheduleUpsert, def.Name, def.Spec, def.TimeZone, def.Queue, nullTime(def.NextTick))
+	_, err := d.pool.Exec(ctx, d.stmts.scheduleUpsert, def.Name, def.Spec, def.TimeZone, def.Queue, nullTime(def.NextTick), def.At)
 	return failed(ctx, "upsert schedule", err)
 }
 
@@ -63,11 +63,13 @@ func (d *Driver) AdvanceSchedule(ctx context.Context, t queue.Tick) (queue.TickR
 func (d *Driver) Schedules(ctx context.Context) ([]queue.ScheduleInfo, error) {
 	return collect(ctx, d, "schedules", d.stmts.scheduleList, func(r pgx.CollectableRow) (queue.ScheduleInfo, error) {
 		var (
-			s          queue.ScheduleInfo
-			last, next pgtype.Timestamptz
+			s           queue.ScheduleInfo
+			last, next  pgtype.Timestamptz
+			since, seen pgtype.Timestamptz
 		)
-		err := r.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Queue, &last, &next, &s.Paused, &s.UpdatedAt)
+		err := r.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Queue, &last, &next, &s.Paused, &s.UpdatedAt, &since, &seen)
 		s.LastTick, s.NextTick, s.UpdatedAt = utc(last), utc(next), s.UpdatedAt.UTC()
+		s.SpecSince, s.SeenAt = utc(since), utc(seen)
 		return s, err
 	})
 }
@@ -81,6 +83,22 @@ func (d *Driver) SetSchedulePaused(ctx context.Context, name string, paused bool
 	tag, err := d.pool.Exec(ctx, d.stmts.scheduleSetPaused, name, paused)
 	if err != nil {
 		return failed(ctx, "set schedule paused", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return queue.ErrScheduleNotFound
+	}
+	return nil
+}
+
+// DeleteSchedule removes a stored schedule, or only one not seen since
+// seenBefore when that is set (schedule_delete.sql).
+func (d *Driver) DeleteSchedule(ctx context.Context, name string, seenBefore time.Time) error {
+	if d.closed.Load() {
+		return queue.ErrClosed
+	}
+	tag, err := d.pool.Exec(ctx, d.stmts.scheduleDelete, name, nullTime(seenBefore))
+	if err != nil {
+		return failed(ctx, "delete schedule", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return queue.ErrScheduleNotFound

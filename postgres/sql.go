@@ -43,7 +43,7 @@ type statements struct {
 	retryDeadIDs, retryDeadAll, setPaused, paused string
 
 	// Schedules (schedule.go).
-	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused string
+	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused, scheduleDelete string
 
 	// Health (health.go).
 	healthHolders, healthTable string
@@ -141,6 +141,7 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"schedule_advance":    &s.scheduleAdvance,
 		"schedules":           &s.scheduleList,
 		"schedule_set_paused": &s.scheduleSetPaused,
+		"schedule_delete":     &s.scheduleDelete,
 		"health_holders":      &s.healthHolders,
 		"health_table":        &s.healthTable,
 		"activity_add":        &s.activityAdd,

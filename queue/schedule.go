@@ -22,8 +22,10 @@ var ErrScheduleNotFound = errors.New("dbq: schedule not found")
 // one of them gets Advanced and enqueues the tick's job.
 type ScheduleStore interface {
 	// UpsertSchedule stores def, or updates the stored schedule of its name:
-	// spec, time zone, queue and next tick. The last tick and the paused
-	// flag of a stored schedule stay as they are.
+	// spec, time zone, queue and next tick, and def.At as its seen_at. Its
+	// spec_since becomes def.At when the row is new or its spec or time zone
+	// differ from def's, and stays as it is otherwise. The last tick and the
+	// paused flag of a stored schedule stay as they are.
 	UpsertSchedule(ctx context.Context, def ScheduleDef) error
 	// AdvanceSchedule records tick t.At as the schedule's last tick — only
 	// if the stored last tick is older (or none) — and, in the same
@@ -38,6 +40,11 @@ type ScheduleStore interface {
 	// SetSchedulePaused pauses or resumes a stored schedule; one that is
 	// not stored gives ErrScheduleNotFound.
 	SetSchedulePaused(ctx context.Context, name string, paused bool) error
+	// DeleteSchedule removes a stored schedule. When seenBefore is not the
+	// zero time it removes it only if its seen_at is unknown or before
+	// seenBefore, in the same statement, so that a scheduler refreshing the
+	// row meanwhile keeps it. Nothing removed gives ErrScheduleNotFound.
+	DeleteSchedule(ctx context.Context, name string, seenBefore time.Time) error
 }
 
 // ScheduleDef is what a scheduler stores about a schedule it runs.
@@ -48,6 +55,11 @@ type ScheduleDef struct {
 	Queue    string // of the jobs it makes
 	// NextTick is when the schedule fires next, for display.
 	NextTick time.Time
+	// At is when the definition is stored, on the storing scheduler's clock
+	// (the clock its ticks are computed on): stored as seen_at, and as
+	// spec_since when the spec or time zone changes. Queue.UpsertSchedule
+	// sets it to time.Now() when zero.
+	At time.Time
 }
 
 // ScheduleInfo is a stored schedule, as [Queue.Schedules] lists it.
@@ -59,6 +71,15 @@ type ScheduleInfo struct {
 	LastTick time.Time `json:"last_tick,omitzero"` // zero (absent in JSON): no tick enqueued yet
 	NextTick time.Time `json:"next_tick"`
 	Paused   bool      `json:"paused"`
+	// SpecSince is when the stored spec and time zone were stored over
+	// different ones (or the schedule was first stored): ticks at or before
+	// it are not owed by this spec. Zero for a schedule stored before
+	// schema version 00008 and not changed since.
+	SpecSince time.Time `json:"spec_since,omitzero"`
+	// SeenAt is when a scheduler last stored the definition; running
+	// schedulers refresh it (package schedule: SeenInterval). Zero:
+	// unknown.
+	SeenAt time.Time `json:"seen_at,omitzero"`
 	// UpdatedAt is when a scheduler last stored the schedule or a tick, or
 	// it was paused or resumed, on the database clock.
 	UpdatedAt time.Time `json:"updated_at"`
@@ -134,7 +155,10 @@ func (q *Queue) UpsertSchedule(ctx context.Context, def ScheduleDef) error {
 	case def.TimeZone == "" || len(def.TimeZone) > MaxTimeZoneLen:
 		return fmt.Errorf("%w: schedule %s: time zone of %d bytes (want 1..%d)", ErrInvalidJob, def.Name, len(def.TimeZone), MaxTimeZoneLen)
 	}
-	def.NextTick = def.NextTick.UTC()
+	if def.At.IsZero() {
+		def.At = time.Now()
+	}
+	def.NextTick, def.At = def.NextTick.UTC(), def.At.UTC()
 	return s.UpsertSchedule(ctx, def)
 }
 
@@ -189,4 +213,52 @@ func (q *Queue) setSchedulePaused(ctx context.Context, name string, paused bool)
 		return err
 	}
 	return s.SetSchedulePaused(ctx, name, paused)
+}
+
+// DeleteSchedule removes a stored schedule: its row, last tick and paused
+// flag (jobs it enqueued stay). A scheduler that still runs the schedule
+// stores it again when it next refreshes its schedules. A name not stored
+// gives ErrScheduleNotFound.
+func (q *Queue) DeleteSchedule(ctx context.Context, name string) error {
+	s, err := q.scheduleStore()
+	if err != nil {
+		return err
+	}
+	if err := ValidateScheduleName(name); err != nil {
+		return err
+	}
+	return s.DeleteSchedule(ctx, name, time.Time{})
+}
+
+// PruneSchedules removes the stored schedules that no scheduler has stored
+// since seenBefore (seen_at before it, or unknown) and returns their names.
+// Each is removed by a statement that checks seen_at again, so a schedule a
+// scheduler refreshes meanwhile stays.
+func (q *Queue) PruneSchedules(ctx context.Context, seenBefore time.Time) ([]string, error) {
+	s, err := q.scheduleStore()
+	if err != nil {
+		return nil, err
+	}
+	if seenBefore.IsZero() {
+		return nil, fmt.Errorf("%w: PruneSchedules needs a time", ErrInvalidConfig)
+	}
+	all, err := s.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var gone []string
+	for _, si := range all {
+		if !si.SeenAt.IsZero() && !si.SeenAt.Before(seenBefore) {
+			continue
+		}
+		err := s.DeleteSchedule(ctx, si.Name, seenBefore.UTC())
+		switch {
+		case errors.Is(err, ErrScheduleNotFound):
+		case err != nil:
+			return gone, err
+		default:
+			gone = append(gone, si.Name)
+		}
+	}
+	return gone, nil
 }

@@ -43,6 +43,62 @@
 // for its time on the database clock; one whose clock lags only loses the
 // race to the others.
 //
+// # Identity: a schedule is its name
+//
+// A schedule's row, last tick and paused flag belong to its name, and
+// nothing else: a scheduler that starts with a changed spec, zone, queue or
+// payload under the same name takes over the same row, so an edit neither
+// makes a second schedule nor unpauses a paused one (the upsert of a
+// definition never writes the paused flag or the last tick).
+//
+// A crontab line names its schedule with name=NAME. A line without one is
+// named after its queue and kind — QUEUE, or QUEUE:KIND ([LineName]) —
+// because those say what the schedule is for, while the spec, zone and
+// payload are what gets edited: respacing a line, changing its payload or
+// moving it to another hour keeps its schedule. A name taken from the
+// line's text (as before) made every edit a new schedule, and during a
+// rolling deploy the old and the new line each made their own job per
+// tick. Two unnamed lines on the same queue and kind would share a name,
+// so ParseCrontab refuses them and asks for a name=. Rows stored under the
+// old QUEUE.HASH names are run by no scheduler after an upgrade: they are
+// marked stale after StaleAfter and `dbq schedules prune` removes them; a
+// pause set on one is to be set again on the new name.
+//
+// # A changed spec
+//
+// The row also keeps spec_since: when the stored spec and zone replaced
+// different ones, on the storing scheduler's clock. A scheduler starts
+// after the later of the last tick and spec_since, so a new spec begins at
+// the moment it was stored: with "0 3 * * *" fired at 03:00 and "0 4 * * *"
+// deployed at 10:00, the next tick is 04:00 tomorrow, not 04:00 today at
+// once. Every scheduler starting later with the same spec reads the same
+// spec_since, so none of them makes up the skipped 04:00 either.
+//
+// # Rolling deploys
+//
+// While old and new definitions of a schedule run side by side, each
+// scheduler fires the ticks of its own spec, and every tick goes through
+// the one conditional UPDATE of the row above: whichever definition
+// records tick T first makes its job, the other finds last_tick at or past
+// T and makes none. So each tick makes at most one job per schedule; a
+// tick that only the old spec has (03:00, while the new one says 04:00) is
+// made if an old scheduler still runs at 03:00. The stored definition is
+// that of the scheduler that stored it last.
+//
+// # Seen, stale, delete and prune
+//
+// A running Scheduler stores its definitions again every [SeenInterval]
+// (5 minutes), which sets the row's seen_at. A schedule whose seen_at is
+// older than [StaleAfter] (1 hour) is one that no running scheduler
+// defines: `dbq schedules list` and the dashboard mark it stale, and
+// [queue.Queue.PruneSchedules] (`dbq schedules prune --older-than D`,
+// default 24 h) removes those not seen for D. [queue.Queue.DeleteSchedule]
+// (`dbq schedules delete NAME`, the dashboard's Delete) removes one at
+// once; a scheduler that still runs it stores it again within
+// SeenInterval, unpaused and starting from that moment, so remove it from
+// the code or crontab first. seen_at is on the schedulers' clocks, as the
+// ticks are; clocks a few seconds apart do not matter at these scales.
+//
 // # Missed ticks, pausing, time zones
 //
 // After downtime a scheduler enqueues only the latest missed tick
@@ -52,8 +108,18 @@
 // not fire a stale tick. Specs are read in their time zone (UTC by
 // default); see [Spec.Next] for daylight-saving changes.
 //
-// The table's rows show each schedule's spec, zone, last and next tick and
-// paused flag: `dbq schedules list`, pause and resume read and set them.
-// A schedule no process runs any more keeps its row; its next tick then
-// lies in the past.
+// The table's rows show each schedule's spec, zone, last and next tick,
+// paused flag and when it was last seen: `dbq schedules list`, pause,
+// resume, delete and prune read and set them.
+//
+// # Crontab files
+//
+// [ParseCrontab] reads `dbq schedule --file` and `dbq work --schedule`
+// files by a fixed rule ([CrontabSyntax]): leading OPTION=VALUE words
+// (name=, kind=, CRON_TZ=, seconds=), then exactly five cron fields or one
+// @ descriptor (@every takes its duration as a second word), then the
+// queue, then the payload, the rest of the line. Nothing is guessed from
+// what a word looks like, so a queue may be called monitoring, sat-jobs or
+// 0queue, and a seconds field is written seconds=FIELD. Day of week 7 is
+// Sunday, as 0 is.
 package schedule

@@ -48,11 +48,13 @@ const DefaultMaxMissed = 10
 // Schedule is one recurring job.
 type Schedule struct {
 	// Name identifies the schedule in the schedules table, across every
-	// process that runs it: the rules of a queue name, at most 64 bytes.
-	// Required.
+	// process that runs it and every edit of its other fields: its row,
+	// last tick and paused flag are the name's. The rules of a queue name,
+	// at most 64 bytes. Required.
 	Name string
-	// Spec says when it fires: a standard 5-field cron spec ("*/5 * * * *"),
-	// a 6-field one starting with seconds ("*/10 * * * * *"), a descriptor
+	// Spec says when it fires: a standard 5-field cron spec ("*/5 * * * *";
+	// day of week 0 or 7 is Sunday), a 6-field one starting with seconds
+	// ("*/10 * * * * *"), a descriptor
 	// (@hourly, @daily, @weekly, @monthly, @yearly) or "@every 30s" (ticks
 	// at multiples of the duration since the Unix epoch, so every process
 	// computes the same ticks). It may start with CRON_TZ=ZONE. Required.
@@ -165,6 +167,27 @@ type Scheduler struct {
 	q       *queue.Queue
 	cfg     Config
 	entries []*entry
+	// registered: the schedules were stored and read (register).
+	registered bool
+	// refreshAt is when the definitions are stored again (SeenInterval).
+	refreshAt time.Time
+}
+
+// SeenInterval is how often a running Scheduler stores its schedules'
+// definitions again, which refreshes their seen_at (and stores again one
+// that was deleted while it still runs it).
+const SeenInterval = 5 * time.Minute
+
+// StaleAfter is how long a stored schedule may go unseen — no scheduler
+// storing its definition — before `dbq schedules list` and the dashboard
+// mark it stale: 12 × SeenInterval, so a scheduler that is down or cut off
+// from the database for less than an hour does not get its schedules marked.
+const StaleAfter = time.Hour
+
+// Stale reports whether no scheduler has stored s for StaleAfter before
+// now (or ever, as far as its row knows).
+func Stale(s queue.ScheduleInfo, now time.Time) bool {
+	return s.SeenAt.IsZero() || now.Sub(s.SeenAt) > StaleAfter
 }
 
 type entry struct {
@@ -293,37 +316,73 @@ func (sc *Scheduler) backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1) // jittered: schedulers that failed together retry apart
 }
 
-// register upserts every schedule and reads where each stands: ticks after
-// the stored last tick are due; a schedule with none starts now.
+// register upserts every schedule and reads where each stands: the ticks
+// due are those after both the stored last tick and the time the stored
+// spec was set (spec_since, which the upsert moves to now when it changes
+// the spec), so a changed spec fires nothing its predecessor owed. A
+// schedule with neither starts now.
 func (sc *Scheduler) register(ctx context.Context) error {
 	now := sc.cfg.Clock.Now()
-	for _, e := range sc.entries {
-		def := queue.ScheduleDef{Name: e.s.Name, Spec: e.spec.String(), TimeZone: e.spec.TimeZone(), Queue: e.s.Queue, NextTick: e.spec.Next(now)}
-		if err := sc.q.UpsertSchedule(ctx, def); err != nil {
-			return err
-		}
+	if err := sc.store(ctx, now); err != nil {
+		return err
 	}
 	stored, err := sc.q.Schedules(ctx)
 	if err != nil {
 		return err
 	}
-	last := make(map[string]time.Time, len(stored))
+	from := make(map[string]time.Time, len(stored))
 	for _, s := range stored {
-		last[s.Name] = s.LastTick
+		from[s.Name] = s.LastTick
+		if s.SpecSince.After(s.LastTick) {
+			from[s.Name] = s.SpecSince
+		}
 	}
 	for _, e := range sc.entries {
 		e.from = now
-		if t := last[e.s.Name]; !t.IsZero() {
+		if t := from[e.s.Name]; !t.IsZero() {
 			e.from = t
 		}
 	}
+	sc.registered = true
 	return nil
 }
 
-// Step enqueues what is due now, once; Run calls it in a loop. It returns
-// an error only for the failures that end Run.
+// store upserts every schedule's definition as seen at now.
+func (sc *Scheduler) store(ctx context.Context, now time.Time) error {
+	for _, e := range sc.entries {
+		def := queue.ScheduleDef{Name: e.s.Name, Spec: e.spec.String(), TimeZone: e.spec.TimeZone(), Queue: e.s.Queue,
+			NextTick: e.spec.Next(now), At: now}
+		if err := sc.q.UpsertSchedule(ctx, def); err != nil {
+			return err
+		}
+	}
+	sc.refreshAt = now.Add(SeenInterval)
+	return nil
+}
+
+// Step enqueues what is due now, once; Run calls it in a loop. Every
+// SeenInterval it stores the definitions again. It returns an error only
+// for the failures that end Run — except that a Step called before Run
+// first stores the schedules, once, and returns any error doing so.
 func (sc *Scheduler) Step(ctx context.Context) error {
+	if !sc.registered {
+		if err := sc.register(ctx); err != nil {
+			return err
+		}
+	}
 	now := sc.cfg.Clock.Now()
+	if !now.Before(sc.refreshAt) {
+		if err := sc.store(ctx, now); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if fatal(err) {
+				return err
+			}
+			sc.cfg.Logger.Warn("dbq: schedule: storing the schedules again failed; retrying", "err", err)
+			sc.refreshAt = now.Add(sc.backoff(0))
+		}
+	}
 	for _, e := range sc.entries {
 		if now.Before(e.retryAt) {
 			continue

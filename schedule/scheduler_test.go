@@ -40,7 +40,21 @@ func (s *store) UpsertSchedule(_ context.Context, d queue.ScheduleDef) error {
 		r = &queue.ScheduleInfo{Name: d.Name}
 		s.rows[d.Name] = r
 	}
-	r.Spec, r.TimeZone, r.Queue, r.NextTick = d.Spec, d.TimeZone, d.Queue, d.NextTick
+	if r.Spec != d.Spec || r.TimeZone != d.TimeZone {
+		r.SpecSince = d.At
+	}
+	r.Spec, r.TimeZone, r.Queue, r.NextTick, r.SeenAt = d.Spec, d.TimeZone, d.Queue, d.NextTick, d.At
+	return nil
+}
+
+func (s *store) DeleteSchedule(_ context.Context, name string, seenBefore time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rows[name]
+	if r == nil || (!seenBefore.IsZero() && !r.SeenAt.Before(seenBefore)) {
+		return queue.ErrScheduleNotFound
+	}
+	delete(s.rows, name)
 	return nil
 }
 

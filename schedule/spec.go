@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // zones by name in a container without /usr/share/zoneinfo
@@ -62,7 +63,7 @@ func Parse(spec, timeZone string) (*Spec, error) {
 		}
 		return &Spec{text: text, zone: timeZone, loc: loc, every: d}, nil
 	}
-	sched, err := parser.Parse("CRON_TZ=" + timeZone + " " + text)
+	sched, err := parser.Parse("CRON_TZ=" + timeZone + " " + sundaySeven(text))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrInvalidSpec, spec, err)
 	}
@@ -75,6 +76,68 @@ func Parse(spec, timeZone string) (*Spec, error) {
 		return nil, fmt.Errorf("%w: %q never fires", ErrInvalidSpec, spec)
 	}
 	return s, nil
+}
+
+// dowNames are the day-of-week names a cron field may use, Sunday first.
+var dowNames = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
+
+// sundaySeven rewrites the day-of-week field (the last of a 5- or 6-field
+// spec) so that 7 means Sunday, as it does in crontab(5): the parser
+// underneath knows only 0-6. An item naming 7 ("7", "5-7", "1-7/2",
+// "fri-7") becomes the list of its days with 7 written as 0; other items
+// and other fields are left as written, so the parser reports their errors.
+func sundaySeven(spec string) string {
+	f := strings.Fields(spec)
+	if len(f) != 5 && len(f) != 6 {
+		return spec
+	}
+	items := strings.Split(f[len(f)-1], ",")
+	for i, item := range items {
+		items[i] = sundaySevenItem(item)
+	}
+	f[len(f)-1] = strings.Join(items, ",")
+	return strings.Join(f, " ")
+}
+
+func sundaySevenItem(item string) string {
+	base, stepText, stepped := strings.Cut(item, "/")
+	loText, hiText, ranged := strings.Cut(base, "-")
+	lo, okLo := dowNumber(loText)
+	hi, okHi := lo, okLo
+	if ranged {
+		hi, okHi = dowNumber(hiText)
+	} else if stepped {
+		hi, okHi = 7, true // "a/s" runs from a to the end of the week
+	}
+	step := 1
+	if stepped {
+		n, err := strconv.Atoi(stepText)
+		if err != nil || n < 1 {
+			return item
+		}
+		step = n
+	}
+	if !okLo || !okHi || lo > hi || (lo != 7 && hi != 7) || (stepped && !ranged && lo != 7) {
+		return item
+	}
+	var days []string
+	for d := lo; d <= hi; d += step {
+		days = append(days, strconv.Itoa(d%7))
+	}
+	return strings.Join(days, ",")
+}
+
+// dowNumber reads a day of week, 0-7 or a name.
+func dowNumber(s string) (int, bool) {
+	if n, err := strconv.Atoi(s); err == nil && n >= 0 && n <= 7 && s != "" && s[0] != '+' && s[0] != '-' {
+		return n, true
+	}
+	for i, name := range dowNames {
+		if strings.EqualFold(s, name) {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // String returns the spec as parsed, without a CRON_TZ prefix.

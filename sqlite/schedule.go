@@ -17,7 +17,7 @@ func (d *Driver) UpsertSchedule(ctx context.Context, def queue.ScheduleDef) erro
 		return queue.ErrClosed
 	}
 	return d.write(ctx, false, func(ctx context.Context, r runner) error {
-		_, err := r.exec(ctx, d.stmts.scheduleUpsert, def.Name, def.Spec, def.TimeZone, def.Queue, micros(def.NextTick))
+		_, err := r.exec(ctx, d.stmts.scheduleUpsert, def.Name, def.Spec, def.TimeZone, def.Queue, micros(def.NextTick), micros(def.At))
 		return err
 	})
 }
@@ -75,14 +75,16 @@ func (d *Driver) Schedules(ctx context.Context) ([]queue.ScheduleInfo, error) {
 		defer rows.Close()
 		for rows.Next() {
 			var (
-				s          queue.ScheduleInfo
-				last, next sql.NullInt64
-				updated    int64
+				s           queue.ScheduleInfo
+				last, next  sql.NullInt64
+				since, seen sql.NullInt64
+				updated     int64
 			)
-			if err := rows.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Queue, &last, &next, &s.Paused, &updated); err != nil {
+			if err := rows.Scan(&s.Name, &s.Spec, &s.TimeZone, &s.Queue, &last, &next, &s.Paused, &updated, &since, &seen); err != nil {
 				return interpret(err)
 			}
 			s.LastTick, s.NextTick, s.UpdatedAt = fromNullMicros(last), fromNullMicros(next), fromMicros(updated)
+			s.SpecSince, s.SeenAt = fromNullMicros(since), fromNullMicros(seen)
 			out = append(out, s)
 		}
 		return interpret(rows.Err())
@@ -101,6 +103,24 @@ func (d *Driver) SetSchedulePaused(ctx context.Context, name string, paused bool
 	}
 	return d.write(ctx, false, func(ctx context.Context, r runner) error {
 		res, err := r.exec(ctx, d.stmts.scheduleSetPaused, name, paused)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return queue.ErrScheduleNotFound
+		}
+		return nil
+	})
+}
+
+// DeleteSchedule removes a stored schedule, or only one not seen since
+// seenBefore when that is set (schedule_delete.sql).
+func (d *Driver) DeleteSchedule(ctx context.Context, name string, seenBefore time.Time) error {
+	if d.closed.Load() {
+		return queue.ErrClosed
+	}
+	return d.write(ctx, false, func(ctx context.Context, r runner) error {
+		res, err := r.exec(ctx, d.stmts.scheduleDelete, name, micros(seenBefore))
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ type statements struct {
 	// Admin statements (admin.go).
 	findUnique, jobs, jobsDead, cancel, retryDead, setPaused, paused, statsByKind *stmt
 	// Schedules (schedule.go).
-	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused *stmt
+	scheduleUpsert, scheduleAdvance, scheduleList, scheduleSetPaused, scheduleDelete *stmt
 	// Activity (activity.go).
 	activityAdd, activity, activityPrune, processTouch, processRemove, processPrune, processes *stmt
 	// enqueueUnique is the one-job INSERT that skips a dedupe collision.
@@ -79,6 +79,7 @@ func loadStatements(names dialect.Names) (*statements, error) {
 		"schedule_advance":    &s.scheduleAdvance,
 		"schedules":           &s.scheduleList,
 		"schedule_set_paused": &s.scheduleSetPaused,
+		"schedule_delete":     &s.scheduleDelete,
 
 		"activity_add":   &s.activityAdd,
 		"activity":       &s.activity,
@@ -132,7 +133,7 @@ func (s *statements) prepareEnqueue() error {
 func (s *statements) close() {
 	for _, st := range []*stmt{s.claim, s.complete, s.retry, s.release, s.extend, s.rescue, s.stats, s.countQueues, s.enqueueFull,
 		s.findUnique, s.jobs, s.jobsDead, s.cancel, s.retryDead, s.setPaused, s.paused, s.statsByKind,
-		s.enqueueUnique, s.scheduleUpsert, s.scheduleAdvance, s.scheduleList, s.scheduleSetPaused} {
+		s.enqueueUnique, s.scheduleUpsert, s.scheduleAdvance, s.scheduleList, s.scheduleSetPaused, s.scheduleDelete} {
 		st.close()
 	}
 	for _, st := range s.enqueuePow2 {

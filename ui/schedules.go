@@ -10,10 +10,10 @@ import (
 	"github.com/dbqueue/dbq/schedule"
 )
 
-// staleAfter is how far past its stored next tick a schedule must be
-// before the Schedules page says that no scheduler seems to run it:
+// lateAfter is how far past its stored next tick a schedule must be before
+// the Schedules page says that its ticks are not being recorded:
 // schedulers record each tick within moments of it.
-const staleAfter = 2 * time.Minute
+const lateAfter = 2 * time.Minute
 
 // scheduleRow is one schedule as the Schedules page shows it.
 type scheduleRow struct {
@@ -22,9 +22,12 @@ type scheduleRow struct {
 	// when the spec does not parse (SpecErr says why).
 	Next    time.Time
 	SpecErr string
-	// Stale: the stored next tick passed long ago, so no scheduler has
-	// recorded a tick since.
+	// Stale: no scheduler has stored the schedule for schedule.StaleAfter,
+	// so no running scheduler defines it (schedule.Stale).
 	Stale bool
+	// Late: a scheduler still stores it, but its stored next tick passed
+	// lateAfter ago without one recording the tick.
+	Late bool
 }
 
 // schedulesPage is the data of the Schedules page.
@@ -34,11 +37,13 @@ type schedulesPage struct {
 	// keeps none, or their table is missing. "" otherwise.
 	Unsupported string
 	Now         time.Time
+	// StaleAfter and SeenInterval are schedule's, for the page's note.
+	StaleAfter, SeenInterval time.Duration
 }
 
 func (h *handler) schedules(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
-	p := schedulesPage{Now: now}
+	p := schedulesPage{Now: now, StaleAfter: schedule.StaleAfter, SeenInterval: schedule.SeenInterval}
 	list, err := h.q.Schedules(r.Context())
 	switch {
 	case errors.Is(err, queue.ErrUnsupported):
@@ -56,7 +61,8 @@ func (h *handler) schedules(w http.ResponseWriter, r *http.Request) {
 		} else {
 			row.Next = spec.Next(now)
 		}
-		row.Stale = !s.NextTick.IsZero() && now.Sub(s.NextTick) > staleAfter
+		row.Stale = schedule.Stale(s, now)
+		row.Late = !row.Stale && !s.NextTick.IsZero() && now.Sub(s.NextTick) > lateAfter
 		p.Schedules = append(p.Schedules, row)
 	}
 	h.render(w, r, "schedules", "Schedules", p)
@@ -75,4 +81,14 @@ func (h *handler) pauseSchedule(paused bool) http.HandlerFunc {
 		}
 		h.backTo(w, r, "/schedules", fmt.Sprintf(msg, name))
 	}
+}
+
+// deleteSchedule removes a stored schedule (POST /schedules/delete).
+func (h *handler) deleteSchedule(w http.ResponseWriter, r *http.Request) {
+	name := r.PostFormValue("name")
+	if err := h.q.DeleteSchedule(r.Context(), name); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.backTo(w, r, "/schedules", fmt.Sprintf("Schedule %s is deleted. A scheduler that still defines it stores it again within %v.", name, schedule.SeenInterval))
 }

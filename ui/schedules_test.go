@@ -15,10 +15,16 @@ import (
 	"github.com/dbqueue/dbq/ui"
 )
 
-// upsert stores a schedule as a scheduler would.
+// upsert stores a schedule as a scheduler would, now.
 func (e *env) upsert(t *testing.T, name, spec, zone, queueName string, next time.Time) {
 	t.Helper()
-	def := queue.ScheduleDef{Name: name, Spec: spec, TimeZone: zone, Queue: queueName, NextTick: next}
+	e.upsertAt(t, name, spec, zone, queueName, next, time.Now())
+}
+
+// upsertAt stores a schedule as a scheduler would at the time at.
+func (e *env) upsertAt(t *testing.T, name, spec, zone, queueName string, next, at time.Time) {
+	t.Helper()
+	def := queue.ScheduleDef{Name: name, Spec: spec, TimeZone: zone, Queue: queueName, NextTick: next, At: at}
 	if err := e.q.UpsertSchedule(ctxT(t), def); err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +79,8 @@ func TestSchedulesPageListsSchedules(t *testing.T) {
 		if err := e.q.PauseSchedule(ctxT(t), "often"); err != nil {
 			t.Fatal(err)
 		}
+		// Stored by a scheduler two hours ago and not since: stale.
+		e.upsertAt(t, "gone", "@hourly", "UTC", "ticks", now.Add(-time.Hour), now.Add(-2*time.Hour))
 		b := e.serve(t, ui.Options{})
 		body := b.page("/schedules")
 		if !strings.Contains(body, `<a href="/schedules" aria-current="page">Schedules</a>`) {
@@ -80,9 +88,11 @@ func TestSchedulesPageListsSchedules(t *testing.T) {
 		}
 		next := berlin.Next(time.Now()).Format("2006-01-02 15:04:05 MST")
 		for name, want := range map[string]string{
-			"nightly": `^nightly 0 3 \* \* \* Europe/Berlin reports never ` + regexp.QuoteMeta(next) + ` \(in \S+\) running Pause$`,
+			"nightly": `^nightly 0 3 \* \* \* Europe/Berlin reports never ` + regexp.QuoteMeta(next) + ` \(in \S+\) \S+ ago running Pause Delete$`,
+			// Seen now, but its stored next tick passed an hour ago.
 			"often": `^often @every 30s UTC ticks ` + regexp.QuoteMeta(tick.UTC().Format("2006-01-02 15:04:05 UTC")) +
-				` \(1h\S+ ago\) \d{4}-\S+ \S+ UTC \(in \S+\) paused no scheduler\? Resume$`,
+				` \(1h\S+ ago\) \d{4}-\S+ \S+ UTC \(in \S+\) \S+ ago paused late Resume Delete$`,
+			"gone": `^gone @hourly UTC ticks never \d{4}-\S+ \S+ UTC \(in \S+\) 2h\S+ ago running stale Pause Delete$`,
 		} {
 			if got := scheduleRow(body, name); !regexp.MustCompile(want).MatchString(got) {
 				t.Errorf("row of %s: %q, want %s", name, got, want)
@@ -114,7 +124,7 @@ func TestScheduleActionsPauseAndResume(t *testing.T) {
 		}
 		body := b.page(loc)
 		if !strings.Contains(body, `<p class="flash" role="status">Schedule daily is paused: its ticks pass without a job.</p>`) ||
-			!strings.HasSuffix(scheduleRow(body, "daily"), "paused Resume") {
+			!strings.HasSuffix(scheduleRow(body, "daily"), "paused Resume Delete") {
 			t.Errorf("after pause: row %q", scheduleRow(body, "daily"))
 		}
 		if code, _ := b.post("/schedules/resume", url.Values{"csrf": {tok}, "name": {"daily"}}); code != http.StatusSeeOther || paused() {
@@ -124,6 +134,17 @@ func TestScheduleActionsPauseAndResume(t *testing.T) {
 			if code, _ := b.post("/schedules/pause", url.Values{"csrf": {tok}, "name": {name}}); code != want {
 				t.Errorf("pause of %q: %d, want %d", name, code, want)
 			}
+			if code, _ := b.post("/schedules/delete", url.Values{"csrf": {tok}, "name": {name}}); code != want {
+				t.Errorf("delete of %q: %d, want %d", name, code, want)
+			}
+		}
+		code, loc = b.post("/schedules/delete", url.Values{"csrf": {tok}, "name": {"daily"}})
+		if list, err := e.q.Schedules(ctxT(t)); code != http.StatusSeeOther || loc != "/schedules" || err != nil || len(list) != 0 {
+			t.Fatalf("delete: %d to %q; left %+v, %v", code, loc, list, err)
+		}
+		if body := b.page(loc); !strings.Contains(body, `<p class="flash" role="status">Schedule daily is deleted.`) ||
+			strings.Contains(body, `data-schedule="daily"`) {
+			t.Errorf("after delete: %s", body)
 		}
 	})
 }
@@ -146,6 +167,11 @@ func TestScheduleActionsRefusedWithoutTokenOrWhenReadOnly(t *testing.T) {
 			},
 			"read-only":         func() (int, string) { return ro.post("/schedules/pause", url.Values{"name": {"s"}, "csrf": {tok}}) },
 			"read-only, resume": func() (int, string) { return ro.post("/schedules/resume", url.Values{"name": {"s"}, "csrf": {tok}}) },
+			"delete, no token":  func() (int, string) { return b.post("/schedules/delete", url.Values{"name": {"s"}}) },
+			"delete, cross-site": func() (int, string) {
+				return b.post("/schedules/delete", url.Values{"name": {"s"}, "csrf": {tok}}, "Sec-Fetch-Site", "cross-site")
+			},
+			"read-only, delete": func() (int, string) { return ro.post("/schedules/delete", url.Values{"name": {"s"}, "csrf": {tok}}) },
 		} {
 			if code, _ := try(); code != http.StatusForbidden {
 				t.Errorf("%s: %d, want 403", name, code)

@@ -159,6 +159,7 @@ func NewHandler(q *queue.Queue, opts Options) (http.Handler, error) {
 	m.HandleFunc("GET /workers", h.workers)
 	m.HandleFunc("POST /schedules/pause", h.pauseSchedule(true))
 	m.HandleFunc("POST /schedules/resume", h.pauseSchedule(false))
+	m.HandleFunc("POST /schedules/delete", h.deleteSchedule)
 	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	h.mux = m
 	return h, nil

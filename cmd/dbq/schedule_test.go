@@ -49,10 +49,9 @@ func TestScheduleCommands(t *testing.T) {
 				t.Fatalf("list after pause:\n%s", table)
 			}
 			mustRun(t, "", append(g, "schedules", "resume", got[1].Name)...)
-			// A crontab line's schedule is QUEUE.HASH; the queue alone is
-			// refused with the full name in the error.
-			if _, err := dbqCmd(context.Background(), "", append(g, "schedules", "pause", "ticks")...); err == nil || !strings.Contains(err.Error(), got[1].Name) {
-				t.Fatalf("pause by queue name: %v, want the full name %s in the error", err, got[1].Name)
+			// A crontab line without name= is named after its queue.
+			if got[0].Name != "nightly" || got[1].Name != "ticks" {
+				t.Fatalf("names %s, %s; want nightly, ticks", got[0].Name, got[1].Name)
 			}
 			// A schedule that never ticked has no last_tick in JSON.
 			if raw := mustRun(t, "", append(g, "schedules", "list", "--json")...); strings.Count(raw, `"last_tick"`) != 1 {
@@ -61,6 +60,7 @@ func TestScheduleCommands(t *testing.T) {
 			if _, err := dbqCmd(context.Background(), "", append(g, "schedules", "resume", "nosuch")...); err == nil || !strings.Contains(err.Error(), "not found") {
 				t.Fatalf("resume of nosuch: %v", err)
 			}
+			scheduleDeletePrune(t, g, q)
 			if err := os.WriteFile(file, []byte("@hourly q\n\n0 25 * * * q\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -68,5 +68,37 @@ func TestScheduleCommands(t *testing.T) {
 				t.Fatalf("bad file: %v", err)
 			}
 		})
+	}
+}
+
+// scheduleDeletePrune: a schedule no scheduler stored for two hours is
+// marked stale by schedules list and removed by schedules prune; the
+// others stay; schedules delete removes one by name.
+func scheduleDeletePrune(t *testing.T, g []string, q *queue.Queue) {
+	t.Helper()
+	ctx := context.Background()
+	old := queue.ScheduleDef{Name: "left-over", Spec: "@hourly", TimeZone: "UTC", Queue: "q", At: time.Now().Add(-2 * time.Hour)}
+	if err := q.UpsertSchedule(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	table := mustRun(t, "", append(g, "schedules", "list")...)
+	for _, line := range strings.Split(table, "\n") {
+		if stale := strings.Contains(line, "(stale)"); stale != strings.HasPrefix(line, "left-over ") {
+			t.Fatalf("stale marks wrong on %q:\n%s", line, table)
+		}
+	}
+	if _, err := dbqCmd(ctx, "", append(g, "schedules", "prune", "--older-than", "1m")...); err == nil || !strings.Contains(err.Error(), "under 1h") {
+		t.Fatalf("prune --older-than 1m: %v", err)
+	}
+	if out := mustRun(t, "", append(g, "schedules", "prune", "--older-than", "90m")...); !strings.HasPrefix(out, "deleted left-over\n") || !strings.Contains(out, " 1 schedule(s) not seen") {
+		t.Fatalf("prune: %q", out)
+	}
+	mustRun(t, "", append(g, "schedules", "delete", "nightly")...)
+	if _, err := dbqCmd(ctx, "", append(g, "schedules", "delete", "nightly")...); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("second delete: %v", err)
+	}
+	left, err := q.Schedules(ctx)
+	if err != nil || len(left) != 1 || left[0].Name != "ticks" {
+		t.Fatalf("after prune and delete: %+v, %v", left, err)
 	}
 }

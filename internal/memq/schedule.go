@@ -26,7 +26,11 @@ func (d *driver) UpsertSchedule(ctx context.Context, def queue.ScheduleDef) erro
 		si = &queue.ScheduleInfo{Name: def.Name}
 		d.s.schedules[def.Name] = si
 	}
+	if si.SpecSince.IsZero() || si.Spec != def.Spec || si.TimeZone != def.TimeZone {
+		si.SpecSince = def.At
+	}
 	si.Spec, si.TimeZone, si.Queue, si.NextTick, si.UpdatedAt = def.Spec, def.TimeZone, def.Queue, def.NextTick, time.Now()
+	si.SeenAt = def.At
 	return nil
 }
 
@@ -89,5 +93,20 @@ func (d *driver) SetSchedulePaused(ctx context.Context, name string, paused bool
 		return queue.ErrScheduleNotFound
 	}
 	si.Paused, si.UpdatedAt = paused, time.Now()
+	return nil
+}
+
+// DeleteSchedule implements queue.ScheduleStore.
+func (d *driver) DeleteSchedule(ctx context.Context, name string, seenBefore time.Time) error {
+	unlock, err := d.s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	si := d.s.schedules[name]
+	if si == nil || (!seenBefore.IsZero() && !si.SeenAt.IsZero() && !si.SeenAt.Before(seenBefore)) {
+		return queue.ErrScheduleNotFound
+	}
+	delete(d.s.schedules, name)
 	return nil
 }
