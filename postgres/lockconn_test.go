@@ -367,7 +367,7 @@ func TestAdvisoryIdleSessionTimeout(t *testing.T) {
 	stop()
 	wg.Wait()
 	// Only in this window after a lost connection may a job run twice at
-	// once (doc.go, "Advisory locks live in a connection").
+	// once (docs/postgres.md, "A lost lock connection").
 	window := 2 * DefaultLockCheck / 3
 	overlaps, outside, completed := 0, 0, 0
 	for _, id := range ids {
