@@ -27,7 +27,7 @@ import (
 //
 // Variants: "spread" is the dialect as shipped (Config.MaxSpread 32);
 // "seed" is MaxSpread 1, every claimer reading the same first n candidates
-// as the original loop (see doc.go) does literally (but in READ COMMITTED). Run with
+// as the original loop (see docs/mysql.md) does literally (but in READ COMMITTED). Run with
 //
 //	go test ./mysql -run '^$' -bench ClaimComplete -benchtime 1x -timeout 30m
 //

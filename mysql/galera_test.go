@@ -411,7 +411,7 @@ func TestGaleraWorkersOnEveryNode(t *testing.T) {
 	}
 	// A claim that still conflicts after its immediate retries reaches the
 	// Worker, which logs it and claims again: 17-25 per 5,000 jobs with
-	// the dedupe index before schema version 00007 (see doc.go, Galera),
+	// the dedupe index before schema version 00007 (see docs/mysql.md, Galera),
 	// none in three runs since. Any other failure is a fault.
 	logs.mu.Lock()
 	for e, n := range logs.errs {
