@@ -11,8 +11,6 @@ package integration
 
 import (
 	"testing"
-
-	"github.com/dbqueue/dbq/queue"
 )
 
 // Run runs the whole conformance suite against h.
@@ -35,18 +33,6 @@ type suite struct{ h Harness }
 type testCase struct {
 	name string
 	fn   func(t *testing.T, s *suite)
-}
-
-// needsAdmin marks a case that needs queue.Admin (and with it Snooze),
-// which every dialect implements: a driver without it fails the case.
-func needsAdmin(fn func(t *testing.T, s *suite)) func(t *testing.T, s *suite) {
-	return func(t *testing.T, s *suite) {
-		q := s.queue(t, queue.Config{})
-		if _, ok := q.Driver().(queue.Admin); !ok {
-			t.Fatalf("%s does not implement queue.Admin (pause, cancel, unique enqueue, snooze)", q.Dialect())
-		}
-		fn(t, s)
-	}
 }
 
 // cases are the suite's subtests; names read as behaviour.
@@ -81,20 +67,20 @@ var cases = []testCase{
 	{"ActivityPrunesOldestInBatches", testActivityPrune},
 	{"ProcessRowHeartbeatAndRemoval", testProcessRow},
 	{"WorkerCountsItsActivity", testWorkerActivity},
-	{"EnqueueUniqueReturnsExisting", needsAdmin(testEnqueueUnique)},
-	{"EnqueueUniqueRaceStoresOne", needsAdmin(testEnqueueUniqueRace)},
-	{"CancelLeavesHeldJobs", needsAdmin(testCancel)},
-	{"PauseStopsClaims", needsAdmin(testPause)},
-	{"SnoozeKeepsAttempt", needsAdmin(testSnooze)},
-	{"RetryDeadRevivesJobs", needsAdmin(testRetryDeadAdmin)},
-	{"JobsListsAndPages", needsAdmin(testJobsList)},
+	{"EnqueueUniqueReturnsExisting", testEnqueueUnique},
+	{"EnqueueUniqueRaceStoresOne", testEnqueueUniqueRace},
+	{"CancelLeavesHeldJobs", testCancel},
+	{"PauseStopsClaims", testPause},
+	{"SnoozeKeepsAttempt", testSnooze},
+	{"RetryDeadRevivesJobs", testRetryDeadAdmin},
+	{"JobsListsAndPages", testJobsList},
 	{"CountQueuesStopsAtLimitAcrossPriorities", testCountQueuesAcrossPriorities},
 	{"FrozenClaimerLosesItsJob", testFrozenClaimer},
-	{"WorkerSnoozeRunsAgain", needsAdmin(testWorkerSnooze)},
+	{"WorkerSnoozeRunsAgain", testWorkerSnooze},
 	{"LeavesPoolSessionsAsFound", testPoolSessions},
 	{"ProducerInsertsWithPlainSQL", testProducer},
-	{"SchedulesMakeOneJobPerTick", needsAdmin(testSchedules)},
-	{"SchedulesAreTheirNames", needsAdmin(testScheduleEdits)},
-	{"KindsRoundTrip", needsAdmin(testKindsRoundTrip)},
-	{"KindsUnknownRetriedThenDead", needsAdmin(testKindsUnknown)},
+	{"SchedulesMakeOneJobPerTick", testSchedules},
+	{"SchedulesAreTheirNames", testScheduleEdits},
+	{"KindsRoundTrip", testKindsRoundTrip},
+	{"KindsUnknownRetriedThenDead", testKindsUnknown},
 }

@@ -96,9 +96,6 @@ func consecutive(t *testing.T, ticks []time.Time) {
 // restarted makes only the latest missed tick (the default policy).
 func testSchedules(t *testing.T, s *suite) {
 	q := s.queue(t, queue.Config{})
-	if _, ok := q.Driver().(queue.ScheduleStore); !ok {
-		t.Fatalf("%s does not implement queue.ScheduleStore", q.Dialect())
-	}
 	t.Run("ThreeSchedulersOneJobPerTick", func(t *testing.T) {
 		t.Parallel()
 		h := &tickCounts{}

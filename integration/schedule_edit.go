@@ -289,7 +289,7 @@ func testStalePrune(t *testing.T, q *queue.Queue) {
 	if schedule.Stale(kept, now) || !schedule.Stale(old, now) || !old.SeenAt.Equal(start) {
 		t.Fatalf("at %v: kept %+v stale %v, gone %+v stale %v", now, kept, schedule.Stale(kept, now), old, schedule.Stale(old, now))
 	}
-	st := q.Driver().(queue.ScheduleStore)
+	st := q.Driver()
 	wantErr(t, "delete of a row seen since", st.DeleteSchedule(ctx, "prune-kept", start), queue.ErrScheduleNotFound)
 	pruned, err := q.PruneSchedules(ctx, now.Add(-schedule.StaleAfter))
 	if err != nil {

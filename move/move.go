@@ -240,14 +240,7 @@ type mover struct {
 }
 
 func prepare(ctx context.Context, src, dst *queue.Queue, opts Options) (*mover, error) {
-	sm, ok := src.Driver().(queue.Mover)
-	if !ok {
-		return nil, fmt.Errorf("%w: dbq move from %s", queue.ErrUnsupported, src.Dialect())
-	}
-	dm, ok := dst.Driver().(queue.Mover)
-	if !ok {
-		return nil, fmt.Errorf("%w: dbq move to %s", queue.ErrUnsupported, dst.Dialect())
-	}
+	sm, dm := src.Driver(), dst.Driver()
 	if opts.Batch == 0 {
 		opts.Batch = DefaultBatch
 	}

@@ -30,12 +30,15 @@ type Claimer struct {
 }
 
 var (
-	_ queue.Claimer       = (*Claimer)(nil)
-	_ queue.LeaseDuration = (*Claimer)(nil)
+	_ queue.Claimer = (*Claimer)(nil)
 )
 
 // LeaseDuration returns how long a claim lasts without Extend.
 func (c *Claimer) LeaseDuration() time.Duration { return c.d.cfg.Lease }
+
+// Heartbeat is a third of the lease: how often a Worker extends the
+// leases of the jobs it holds (queue.Claimer).
+func (c *Claimer) Heartbeat() time.Duration { return c.LeaseDuration() / 3 }
 
 // Claim takes up to n ready jobs of queue, at most MaxClaim, and returns
 // them in claim order. See the package doc for the statement and its

@@ -50,7 +50,6 @@ type Claimer struct {
 
 var (
 	_ queue.Claimer         = (*Claimer)(nil)
-	_ queue.LeaseDuration   = (*Claimer)(nil)
 	_ queue.CompleteClaimer = (*Claimer)(nil)
 )
 
@@ -91,6 +90,10 @@ func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
 
 // LeaseDuration returns how long a claim lasts without Extend.
 func (c *Claimer) LeaseDuration() time.Duration { return c.d.cfg.Lease }
+
+// Heartbeat is a third of the lease: how often a Worker extends the
+// leases of the jobs it holds (queue.Claimer).
+func (c *Claimer) Heartbeat() time.Duration { return c.LeaseDuration() / 3 }
 
 // EmptyLocks counts this claimer's claim attempts that found candidates but
 // locked none, and Claims its claim attempts that found candidates; see

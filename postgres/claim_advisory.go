@@ -59,8 +59,7 @@ type AdvisoryClaimer struct {
 }
 
 var (
-	_ queue.Claimer   = (*AdvisoryClaimer)(nil)
-	_ queue.LockCheck = (*AdvisoryClaimer)(nil)
+	_ queue.Claimer = (*AdvisoryClaimer)(nil)
 )
 
 // lockKey is a two-key advisory lock: the table's namespace and the job id
@@ -444,9 +443,10 @@ func (c *AdvisoryClaimer) Release(ctx context.Context, leases []queue.Lease) err
 	return queue.LostLeases(leases, valid)
 }
 
-// LockCheckInterval is a third of Config.LockCheck: how often a Worker
-// calls Extend while it holds jobs of this claimer (queue.LockCheck).
-func (c *AdvisoryClaimer) LockCheckInterval() time.Duration { return c.d.cfg.LockCheck / 3 }
+// Heartbeat is a third of Config.LockCheck: how often a Worker calls
+// Extend, which checks the claimer's connection, while it holds jobs of
+// this claimer (queue.Claimer).
+func (c *AdvisoryClaimer) Heartbeat() time.Duration { return c.d.cfg.LockCheck / 3 }
 
 // Extend checks that the leases are still this claimer's: advisory claims
 // last as long as the connection, so there is nothing to renew, but the

@@ -43,7 +43,6 @@ type claimStart struct {
 
 var (
 	_ queue.Claimer         = (*SkipLockedClaimer)(nil)
-	_ queue.LeaseDuration   = (*SkipLockedClaimer)(nil)
 	_ queue.CompleteClaimer = (*SkipLockedClaimer)(nil)
 )
 
@@ -54,6 +53,10 @@ func newSkipLockedClaimer(d *Driver) *SkipLockedClaimer {
 // LeaseDuration returns Config.Lease: the Worker extends running jobs every
 // third of it.
 func (c *SkipLockedClaimer) LeaseDuration() time.Duration { return c.d.cfg.Lease }
+
+// Heartbeat is a third of the lease: how often a Worker extends the
+// leases of the jobs it holds (queue.Claimer).
+func (c *SkipLockedClaimer) Heartbeat() time.Duration { return c.d.cfg.Lease / 3 }
 
 // run runs a statement returning ids on a connection of the pool, under
 // guard: a cancelled ctx stops it with a cancel request, so whether it took

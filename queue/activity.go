@@ -16,38 +16,6 @@ import (
 	"unicode/utf8"
 )
 
-// ActivityStore is implemented by drivers that keep worker activity in the
-// activity and processes tables (migration 00006): how many jobs each
-// worker process completed, retried and made dead per queue, kind and
-// minute, and which processes run Workers now. [Activity] writes it;
-// dashboards read it. Every shipped dialect implements it; Queue's
-// activity methods return ErrUnsupported otherwise.
-//
-// A process writes only its own rows (keyed by its process id), so no row
-// is shared between processes and no write waits on another's. Times are
-// the writing process's clock, in UTC; minutes are truncated.
-type ActivityStore interface {
-	// AddActivity adds each count to its row (process, queue, kind,
-	// minute), inserting the row when it is missing: one statement for
-	// the batch, of at most MaxActivityBatch counts.
-	AddActivity(ctx context.Context, counts []ActivityCount) error
-	// Activity sums the counts of every process and kind per queue and
-	// minute, for minutes at or after since, in (queue, minute) order.
-	// Process and Kind are "" in what it returns.
-	Activity(ctx context.Context, since time.Time) ([]ActivityCount, error)
-	// TouchProcess stores p, or updates its queues, concurrency and
-	// SeenAt: the process's heartbeat.
-	TouchProcess(ctx context.Context, p ProcessInfo) error
-	// RemoveProcess deletes the process of that id; none is no error.
-	RemoveProcess(ctx context.Context, id string) error
-	// Processes lists the stored processes, most recently started first.
-	Processes(ctx context.Context) ([]ProcessInfo, error)
-	// PruneActivity deletes at most p.Limit activity rows of minutes
-	// before p.Before, and every process last seen before
-	// p.ProcessesSeenBefore; it returns the activity rows deleted.
-	PruneActivity(ctx context.Context, p ActivityPrune) (int64, error)
-}
-
 // ActivityCount is what one process did on one queue in one minute: jobs
 // completed, retried (failed, to run again) and made dead (failed for
 // good); a failed job is counted once, as retried or as dead. Kind is "" for jobs without one, "other" past
@@ -188,10 +156,7 @@ func NewActivity(q *Queue, cfg ActivityConfig) (*Activity, error) {
 	if q == nil {
 		return nil, fmt.Errorf("%w: NewActivity needs a queue", ErrInvalidConfig)
 	}
-	s, ok := q.drv.(ActivityStore)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s keeps no activity", ErrUnsupported, q.drv.Dialect())
-	}
+	s := ActivityStore(q.drv)
 	if cfg.FlushInterval == 0 {
 		cfg.FlushInterval = DefaultActivityFlush
 	}
@@ -462,11 +427,7 @@ func (q *Queue) activityStore() (ActivityStore, error) {
 	if q.closed.Load() {
 		return nil, ErrClosed
 	}
-	s, ok := q.drv.(ActivityStore)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s keeps no activity", ErrUnsupported, q.drv.Dialect())
-	}
-	return s, nil
+	return q.drv, nil
 }
 
 // Activity returns the completed, retried and dead jobs per queue and

@@ -15,37 +15,6 @@ import (
 // operation. Every dialect dbq ships implements them all.
 var ErrUnsupported = errors.New("dbq: operation not supported by this dialect")
 
-// Admin is implemented by drivers whose jobs can be managed outside a
-// claim: unique enqueue that returns the existing job, listing, cancel,
-// reviving dead jobs and pausing queues. Every shipped dialect implements
-// it; Queue's methods of the same names return ErrUnsupported otherwise.
-type Admin interface {
-	// EnqueueUnique stores job, whose DedupeKey is set, unless a stored job
-	// of its queue has that key; it returns the id of the job it stored or
-	// of the one already there, and whether that one existed. It never
-	// fails with ErrDuplicate and never aborts the caller's transaction tx
-	// (nil: the driver's own).
-	EnqueueUnique(ctx context.Context, tx any, job NewJob) (id int64, existed bool, err error)
-	// Jobs lists stored jobs that match f in id order, at most f.Limit.
-	Jobs(ctx context.Context, f JobFilter) ([]*Job, error)
-	// Cancel deletes those of ids that no one holds (ready, scheduled or
-	// dead) and returns the ids it deleted. A held job is left to its
-	// holder, who may still complete or fail it.
-	Cancel(ctx context.Context, ids []int64) ([]int64, error)
-	// RetryDead makes dead jobs of queue ready to run now, with attempt 0
-	// and last_error kept; ids nil means every dead job of the queue. It
-	// returns the ids it revived.
-	RetryDead(ctx context.Context, queue string, ids []int64) ([]int64, error)
-	// SetPaused pauses or resumes queue. While a queue is paused, Claim
-	// returns none of its jobs; enqueue, complete, retry and release go on.
-	SetPaused(ctx context.Context, queue string, paused bool) error
-	// Paused lists the paused queues in name order.
-	Paused(ctx context.Context) ([]string, error)
-	// StatsByKind counts stored jobs per queue and kind, ordered by queue
-	// then kind; jobs with no kind count under kind "".
-	StatsByKind(ctx context.Context) ([]KindStats, error)
-}
-
 // KindStats counts one queue's stored jobs of one kind.
 type KindStats struct {
 	Queue     string `json:"queue"`
@@ -116,11 +85,7 @@ func (q *Queue) admin() (Admin, error) {
 	if q.closed.Load() {
 		return nil, ErrClosed
 	}
-	a, ok := q.drv.(Admin)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrUnsupported, q.drv.Dialect())
-	}
-	return a, nil
+	return q.drv, nil
 }
 
 // EnqueueUnique stores job unless a job of its queue with its DedupeKey is
@@ -159,26 +124,12 @@ func (q *Queue) Jobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	return a.Jobs(ctx, f)
 }
 
-// DedupeFinder is implemented by drivers that find a stored job by its
-// queue and dedupe key with one probe of their unique index on the two.
-// [Queue.Jobs] uses it for JobFilter.DedupeKey. Every shipped dialect
-// implements it.
-type DedupeFinder interface {
-	// FindDedupe returns the id of queue's stored job with dedupe key key;
-	// ok is false when there is none.
-	FindDedupe(ctx context.Context, queue, key string) (id int64, ok bool, err error)
-}
-
 // jobByDedupeKey finds the job of f.Queue with key f.DedupeKey, then reads
 // it as Jobs lists it (one primary-key probe, so its state is the one
 // Jobs shows) and keeps it if it matches the rest of f. A job completed
 // or replaced between the two reads is not returned.
 func (q *Queue) jobByDedupeKey(ctx context.Context, a Admin, f JobFilter) ([]*Job, error) {
-	d, ok := q.drv.(DedupeFinder)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s: JobFilter.DedupeKey", ErrUnsupported, q.drv.Dialect())
-	}
-	id, ok, err := d.FindDedupe(ctx, f.Queue, f.DedupeKey)
+	id, ok, err := q.drv.FindDedupe(ctx, f.Queue, f.DedupeKey)
 	if err != nil || !ok || id <= f.AfterID {
 		return nil, err
 	}
@@ -192,17 +143,6 @@ func (q *Queue) jobByDedupeKey(ctx context.Context, a Admin, f JobFilter) ([]*Jo
 		return nil, nil
 	}
 	return []*Job{j}, nil
-}
-
-// QueueCounter is implemented by drivers that count each queue's jobs as
-// Stats does, but stop counting a state of a queue at a limit, so that a
-// count reads at most about that many index entries however many jobs are
-// stored. [Queue.CountQueues] uses it and falls back to Stats.
-type QueueCounter interface {
-	// CountQueues returns what Stats returns, each of Ready, Scheduled,
-	// Held and Dead at most limit (limit means "limit or more"), for the
-	// queues with stored jobs, in name order. OldestReadyAge is exact.
-	CountQueues(ctx context.Context, limit int64) ([]QueueStats, error)
 }
 
 // CountEachQueue is CountQueues for a driver that counts one queue per
@@ -239,15 +179,7 @@ func (q *Queue) CountQueues(ctx context.Context, limit int64) ([]QueueStats, err
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: CountQueues limit %d, want at least 1", ErrInvalidLimit, limit)
 	}
-	if c, ok := q.drv.(QueueCounter); ok {
-		return c.CountQueues(ctx, limit)
-	}
-	st, err := q.drv.Stats(ctx)
-	for i := range st {
-		s := &st[i]
-		s.Ready, s.Scheduled, s.Held, s.Dead = min(s.Ready, limit), min(s.Scheduled, limit), min(s.Held, limit), min(s.Dead, limit)
-	}
-	return st, err
+	return q.drv.CountQueues(ctx, limit)
 }
 
 // StatsByKind counts stored jobs per queue and kind, ordered by queue then
@@ -309,16 +241,6 @@ func (q *Queue) Paused(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return a.Paused(ctx)
-}
-
-// Waker is implemented by drivers that can tell idle workers at once that
-// jobs were enqueued, such as PostgreSQL with LISTEN/NOTIFY. Workers still
-// poll; a wake-up only cuts the wait short.
-type Waker interface {
-	// Subscribe returns a channel that receives (coalesced, never blocking
-	// the sender) after jobs of queue are committed, and a function that
-	// ends the subscription.
-	Subscribe(queue string) (wake <-chan struct{}, stop func())
 }
 
 // Snooze returns an error a Handler gives to run its job again after d

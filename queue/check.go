@@ -18,14 +18,6 @@ type CheckResult struct {
 	Fix  string
 }
 
-// Checker is implemented by drivers with probes of their own for [Check]:
-// that the database keeps the promises the claim rests on (a row one
-// session locks is skipped by another's claim; a session stays the
-// claimer's own). Each result names its probe.
-type Checker interface {
-	Check(ctx context.Context) []CheckResult
-}
-
 // Check probes, before any worker runs, that q's database and the path to
 // it keep the claim's promise, for a team's CI or first run: the tables
 // exist; the account may enqueue, claim, complete and release; two
@@ -40,7 +32,7 @@ func Check(ctx context.Context, q *Queue) []CheckResult {
 	}
 	out := []CheckResult{{Name: "schema", OK: true, Saw: "the jobs table answers"}}
 	out = append(out, checkClaims(ctx, q)...)
-	if c, ok := q.drv.(Checker); ok {
+	if c, ok := checker(q.drv); ok {
 		out = append(out, c.Check(ctx)...)
 	}
 	return out
@@ -84,9 +76,7 @@ func checkClaims(ctx context.Context, q *Queue) (out []CheckResult) {
 		for _, c := range claimers {
 			_ = c.Close(cctx)
 		}
-		if a, ok := q.drv.(Admin); ok {
-			_, _ = a.Cancel(cctx, ids)
-		}
+		_, _ = q.drv.Cancel(cctx, ids)
 	}()
 	newClaimer := func() (Claimer, error) {
 		c, err := q.NewClaimer(ctx)

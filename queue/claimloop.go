@@ -170,7 +170,8 @@ func (r *runState) claim(ctx context.Context, n int) ([]*Job, handoff, error) {
 		for i := range done {
 			leases[i] = done[i].job.Lease()
 		}
-		res := r.claimer.(CompleteClaimer).CompleteClaim(cctx, CompleteClaimParams{Complete: leases, Queue: w.cfg.Queue, N: n})
+		cc, _ := completeClaimer(r.claimer) // pending is nil unless it is one
+		res := cc.CompleteClaim(cctx, CompleteClaimParams{Complete: leases, Queue: w.cfg.Queue, N: n})
 		jobs, err = res.Jobs, res.ClaimErr
 		wrote.results = done
 		var lost *LeaseLostError

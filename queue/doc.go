@@ -63,8 +63,10 @@
 //
 // # Implementing a dialect
 //
-// A dialect implements [Driver] and [Claimer] and passes the conformance
-// suite in package integration. Checklist:
+// A dialect implements [Driver] and [Claimer], every method of both (the
+// contract is in one place: driver.go, and `go doc` lists it under those
+// two types), and passes the conformance suite in package integration.
+// Checklist:
 //
 //   - Claim is one index range scan in (queue, priority, run_at, id) order
 //     that never waits on a row another claimer holds; time comparisons use
@@ -76,20 +78,22 @@
 //     on the dedupe key to ErrDuplicate, deadlocks and lock timeouts to a
 //     dialect.RetryableError (see [IsRetryable]). Never put a DSN password
 //     in an error.
-//   - Lease-based claimers implement [LeaseDuration] so the Worker renews
-//     leases while handlers run; claimers whose claims are locks that live
-//     in a connection implement [LockCheck], and their Extend checks that
-//     connection and reports every lease lost when it is gone.
+//   - Claimer.Heartbeat says how often the Worker calls Extend: a third of
+//     the lease for leases; for locks that live in a connection, how often
+//     Extend checks that connection (reporting every lease lost when it is
+//     gone).
 //   - Nothing of the claimer's outlives a call on a connection the user can
 //     see: no session setting, lock or transaction; every wait for a pool
 //     connection or the server follows the ctx given.
-//   - Optionally, [CompleteClaimer]: complete a batch and claim the next in
-//     one round trip, the completion committed on its own before the
-//     claim, each part's outcome reported as Complete and Claim report it.
-//     Without it the Worker calls Complete and Claim.
-//   - Optional stores, found by type assertion: [Admin], [ScheduleStore]
-//     and [ActivityStore] (worker activity for dashboards: AddActivity is
-//     one statement per batch that adds to rows keyed by process, and the
-//     prune is bounded). Queue's methods over a missing one return
-//     ErrUnsupported.
+//   - What a database cannot do (move jobs, keep activity, schedules), its
+//     method answers with an error wrapping [ErrUnsupported]; Queue's
+//     methods pass it on.
+//   - Optional, found by type assertion in driver.go alone:
+//     [CompleteClaimer] (complete a batch and claim the next in one round
+//     trip; without it the Worker calls Complete and Claim), [Waker]
+//     (wake idle Workers on enqueue; without it they poll),
+//     [HealthReporter] and [Checker] (database-specific health and
+//     probes; without them Health says ErrUnsupported and Check runs the
+//     common probes). They are optional because they are optimizations or
+//     extras a database may lack, not parts of running jobs.
 package queue

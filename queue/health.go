@@ -210,21 +210,13 @@ func (t TableHealth) TooManyDead() bool {
 	return t.DeadRows > max(DeadRowsWarn, 2*t.LiveRows)
 }
 
-// HealthReporter is implemented by drivers that can tell what holds their
-// database's MVCC horizon back and how many dead rows the jobs table
-// carries (PostgreSQL). [Queue.Health] returns ErrUnsupported for the
-// others.
-type HealthReporter interface {
-	Health(ctx context.Context) (Health, error)
-}
-
 // Health reads the database's [Health] report, or returns an error
 // wrapping ErrUnsupported when the driver has none ([HealthReporter]).
 func (q *Queue) Health(ctx context.Context) (Health, error) {
 	if q.closed.Load() {
 		return Health{}, ErrClosed
 	}
-	r, ok := q.drv.(HealthReporter)
+	r, ok := healthReporter(q.drv)
 	if !ok {
 		return Health{}, fmt.Errorf("%w: %s reports no health", ErrUnsupported, q.drv.Dialect())
 	}

@@ -12,41 +12,6 @@ import (
 // ErrScheduleNotFound: no schedule of that name is stored.
 var ErrScheduleNotFound = errors.New("dbq: schedule not found")
 
-// ScheduleStore is implemented by drivers that keep recurring schedules in
-// the schedules table (migration 00004) beside the jobs table. Package
-// schedule runs schedules on it; every shipped dialect implements it, and
-// Queue's schedule methods return ErrUnsupported otherwise.
-//
-// The one promise that matters is AdvanceSchedule's: whatever the number
-// of processes that call it for the same tick, at once or later, exactly
-// one of them gets Advanced and enqueues the tick's job.
-type ScheduleStore interface {
-	// UpsertSchedule stores def, or updates the stored schedule of its name:
-	// spec, time zone, queue and next tick, and def.At as its seen_at. Its
-	// spec_since becomes def.At when the row is new or its spec or time zone
-	// differ from def's, and stays as it is otherwise. The last tick and the
-	// paused flag of a stored schedule stay as they are.
-	UpsertSchedule(ctx context.Context, def ScheduleDef) error
-	// AdvanceSchedule records tick t.At as the schedule's last tick — only
-	// if the stored last tick is older (or none) — and, in the same
-	// transaction and only then, enqueues t.Job unless the schedule is
-	// paused. The job's DedupeKey is set and guards the tick a second time:
-	// a job of the queue that holds it is left alone and reported in
-	// TickResult.Existed. A tick of a schedule that is not stored is not
-	// Advanced: callers upsert first.
-	AdvanceSchedule(ctx context.Context, t Tick) (TickResult, error)
-	// Schedules lists the stored schedules in name order.
-	Schedules(ctx context.Context) ([]ScheduleInfo, error)
-	// SetSchedulePaused pauses or resumes a stored schedule; one that is
-	// not stored gives ErrScheduleNotFound.
-	SetSchedulePaused(ctx context.Context, name string, paused bool) error
-	// DeleteSchedule removes a stored schedule. When seenBefore is not the
-	// zero time it removes it only if its seen_at is unknown or before
-	// seenBefore, in the same statement, so that a scheduler refreshing the
-	// row meanwhile keeps it. Nothing removed gives ErrScheduleNotFound.
-	DeleteSchedule(ctx context.Context, name string, seenBefore time.Time) error
-}
-
 // ScheduleDef is what a scheduler stores about a schedule it runs.
 type ScheduleDef struct {
 	Name     string
@@ -130,11 +95,7 @@ func (q *Queue) scheduleStore() (ScheduleStore, error) {
 	if q.closed.Load() {
 		return nil, ErrClosed
 	}
-	s, ok := q.drv.(ScheduleStore)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s has no schedules", ErrUnsupported, q.drv.Dialect())
-	}
-	return s, nil
+	return q.drv, nil
 }
 
 // UpsertSchedule stores a schedule's definition; see [ScheduleStore].

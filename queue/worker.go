@@ -87,9 +87,8 @@ type WorkerConfig struct {
 // Concurrency goroutines. Completions and failures are written in batches;
 // when the claimer is a [CompleteClaimer], the completions that wait while
 // the Worker is about to claim go with its next claim, in one round trip.
-// For lease-based claimers it renews every held job's lease each third of
-// the lease; for lock-based ones ([LockCheck]) it checks the lock
-// connection each interval. It cancels the handler of a job whose claim was
+// It calls Extend on the jobs it holds every Claimer.Heartbeat: a lease
+// claimer renews their leases, a lock claimer checks its lock connection. It cancels the handler of a job whose claim was
 // lost, with a cause matching ErrLeaseLost.
 type Worker struct {
 	q       *Queue
@@ -208,7 +207,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Subscribe before the first claim, so that no enqueue falls between
 	// a claim that missed it and the wait that follows.
 	var wake <-chan struct{}
-	if wk, ok := w.q.drv.(Waker); ok && !w.cfg.DisableWakeups {
+	if wk, ok := waker(w.q.drv); ok && !w.cfg.DisableWakeups {
 		var unsubscribe func()
 		wake, unsubscribe = wk.Subscribe(w.cfg.Queue)
 		defer unsubscribe()
@@ -267,7 +266,7 @@ func (w *Worker) begin(ctx context.Context, claimer Claimer) *runState {
 		handoffs: make(chan handoff),
 		abort:    make(chan struct{}),
 	}
-	if _, ok := claimer.(CompleteClaimer); ok {
+	if _, ok := completeClaimer(claimer); ok {
 		r.pending = &pending{}
 	}
 	for range w.cfg.Concurrency {
@@ -284,7 +283,7 @@ func (w *Worker) begin(ctx context.Context, claimer Claimer) *runState {
 	// handler returns, past ctx.
 	hbCtx, hbStop := context.WithCancel(r.hardCtx)
 	r.hbStop = hbStop
-	if every := heartbeatInterval(claimer); every > 0 {
+	if every := claimer.Heartbeat(); every > 0 {
 		r.hbDone = make(chan struct{})
 		go func() {
 			defer close(r.hbDone)

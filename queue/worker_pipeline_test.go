@@ -84,10 +84,6 @@ func (c *pipeClaimer) CompleteClaim(ctx context.Context, p queue.CompleteClaimPa
 	return res
 }
 
-func (c *pipeClaimer) LeaseDuration() time.Duration {
-	return c.Claimer.(queue.LeaseDuration).LeaseDuration()
-}
-
 var _ queue.CompleteClaimer = (*pipeClaimer)(nil)
 
 // runPipelined runs n jobs through a Worker over pc and returns the

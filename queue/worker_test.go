@@ -386,10 +386,6 @@ func (c *flakyClaimer) Complete(ctx context.Context, ls []queue.Lease) error {
 	return c.Claimer.Complete(ctx, ls)
 }
 
-func (c *flakyClaimer) LeaseDuration() time.Duration {
-	return c.Claimer.(queue.LeaseDuration).LeaseDuration()
-}
-
 func (c *flakyClaimer) Extend(ctx context.Context, ls []queue.Lease) error {
 	c.mu.Lock()
 	for _, l := range ls {
@@ -463,10 +459,6 @@ type stuckExtendClaimer struct {
 	queue.Claimer
 	calls, renewed atomic.Int32
 	deadline       atomic.Bool // the stuck call had a deadline
-}
-
-func (c *stuckExtendClaimer) LeaseDuration() time.Duration {
-	return c.Claimer.(queue.LeaseDuration).LeaseDuration()
 }
 
 func (c *stuckExtendClaimer) Extend(ctx context.Context, ls []queue.Lease) error {
@@ -758,7 +750,7 @@ type lateLostClaimer struct {
 	released atomic.Int32
 }
 
-func (c *lateLostClaimer) LeaseDuration() time.Duration { return 30 * time.Millisecond }
+func (c *lateLostClaimer) Heartbeat() time.Duration { return 10 * time.Millisecond }
 
 func (c *lateLostClaimer) Claim(ctx context.Context, name string, n int) ([]*queue.Job, error) {
 	k := c.claims.Add(1)

@@ -13,11 +13,12 @@ import (
 // store is an in-memory schedules table and jobs table with the
 // conditional advance the dialects implement.
 type store struct {
-	mu     sync.Mutex
-	rows   map[string]*queue.ScheduleInfo
-	jobs   map[string]queue.NewJob // by dedupe key
-	nextID int64
-	now    func() time.Time
+	queue.Driver // nil: what the scheduler must not call panics
+	mu           sync.Mutex
+	rows         map[string]*queue.ScheduleInfo
+	jobs         map[string]queue.NewJob // by dedupe key
+	nextID       int64
+	now          func() time.Time
 }
 
 func newStore() *store {

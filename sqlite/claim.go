@@ -37,6 +37,10 @@ type Claimer struct {
 // LeaseDuration returns how long a claim lasts without Extend.
 func (c *Claimer) LeaseDuration() time.Duration { return c.d.cfg.Lease }
 
+// Heartbeat is a third of the lease: how often a Worker extends the
+// leases of the jobs it holds (queue.Claimer).
+func (c *Claimer) Heartbeat() time.Duration { return c.LeaseDuration() / 3 }
+
 func (c *Claimer) check() error {
 	if c.closed.Load() || c.d.closed.Load() {
 		return queue.ErrClosed

@@ -51,7 +51,6 @@ type Driver struct {
 var (
 	_ queue.Driver          = (*Driver)(nil)
 	_ queue.Claimer         = (*Claimer)(nil)
-	_ queue.LeaseDuration   = (*Claimer)(nil)
 	_ queue.CompleteClaimer = (*Claimer)(nil)
 )
 

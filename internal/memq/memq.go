@@ -164,8 +164,11 @@ type Claimer struct {
 
 var _ queue.Claimer = (*Claimer)(nil)
 
-// LeaseDuration implements queue.LeaseDuration.
+// LeaseDuration is how long a claim lasts without Extend.
 func (c *Claimer) LeaseDuration() time.Duration { return c.s.lease }
+
+// Heartbeat is a third of the lease (queue.Claimer).
+func (c *Claimer) Heartbeat() time.Duration { return c.s.lease / 3 }
 
 // Abandon makes the claimer forget its claims as a killed process would:
 // they stay claimed until their leases expire, and Close no longer
@@ -217,17 +220,9 @@ func (c *Claimer) Claim(ctx context.Context, name string, n int) ([]*queue.Job, 
 		return nil, err
 	}
 	now := time.Now()
+	s.rescue(now)
 	var ready []*queue.Job
 	for _, r := range s.rows {
-		if r.State == queue.StateClaimed && r.ClaimedUntil.Before(now) {
-			// A lost lease is a failed run, as in every lease dialect.
-			r.Attempt++
-			r.LastError = "dbq: lease expired: the holder died or stalled without Extend"
-			r.State, r.Token = queue.StateReady, 0
-			if r.Attempt >= r.MaxAttempts {
-				r.State = queue.StateDead
-			}
-		}
 		if r.Queue == name && r.State == queue.StateReady && !r.RunAt.After(now) && !s.paused[name] {
 			ready = append(ready, r)
 		}
@@ -336,4 +331,43 @@ func (c *Claimer) Close(ctx context.Context) error {
 	}
 	c.closed, c.held = true, nil
 	return nil
+}
+
+// rescue gives back the jobs whose leases expired before now and returns
+// how many; s.mu is held. A lost lease is a failed run, as in every lease
+// dialect.
+func (s *Store) rescue(now time.Time) int {
+	n := 0
+	for _, r := range s.rows {
+		if r.State == queue.StateClaimed && r.ClaimedUntil.Before(now) {
+			r.Attempt++
+			r.LastError = "dbq: lease expired: the holder died or stalled without Extend"
+			r.State, r.Token = queue.StateReady, 0
+			if r.Attempt >= r.MaxAttempts {
+				r.State = queue.StateDead
+			}
+			n++
+		}
+	}
+	return n
+}
+
+func (d *driver) Rescue(ctx context.Context) (int, error) {
+	s := d.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.migrated {
+		return 0, queue.ErrNotMigrated
+	}
+	return s.rescue(time.Now()), nil
+}
+
+// CountQueues is Stats with each count capped at limit.
+func (d *driver) CountQueues(ctx context.Context, limit int64) ([]queue.QueueStats, error) {
+	st, err := d.Stats(ctx)
+	for i := range st {
+		c := &st[i]
+		c.Ready, c.Scheduled, c.Held, c.Dead = min(c.Ready, limit), min(c.Scheduled, limit), min(c.Held, limit), min(c.Dead, limit)
+	}
+	return st, err
 }
