@@ -20,7 +20,7 @@ func TestParseDSN(t *testing.T) {
 		{"address=h;user id=sa;password=x", "h", "sa", "x", ""},
 		{"odbc:server=h;user id=sa;password={a;b}};c};database=d", "h", "sa", "a;b};c", "d"},
 	} {
-		c, err := parseDSN(tc.dsn)
+		c, _, err := parseDSN(tc.dsn)
 		if err != nil {
 			t.Errorf("parseDSN(%q): %v", tc.dsn, err)
 			continue
@@ -31,7 +31,7 @@ func TestParseDSN(t *testing.T) {
 	}
 	for _, dsn := range []string{"postgres://u:p@h/db", "mysql://u:p@h/db", "u:p@tcp(h:3306)/db",
 		"host=h user=u password=p dbname=d", "nonsense", "", "user id=sa;password=p"} {
-		_, err := parseDSN(dsn)
+		_, _, err := parseDSN(dsn)
 		if !errors.Is(err, queue.ErrUnknownScheme) {
 			t.Errorf("parseDSN(%q): %v, want ErrUnknownScheme", dsn, err)
 		}
@@ -41,7 +41,7 @@ func TestParseDSN(t *testing.T) {
 	}
 	for _, dsn := range []string{"sqlserver://sa:s3cret@h:notaport", "sqlserver://sa:s3cret@h?encrypt=maybe",
 		"server=h;password=s3cret;port=x", "odbc:server=h;password={s3cret"} {
-		_, err := parseDSN(dsn)
+		_, _, err := parseDSN(dsn)
 		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.HasPrefix(err.Error(), "dbq: ") {
 			t.Errorf("parseDSN(%q): %v", dsn, err)
 		}
@@ -68,7 +68,7 @@ func FuzzParseDSN(f *testing.F) {
 			if strings.Contains(form(""), pw) {
 				continue
 			}
-			if _, err := parseDSN(dsn); err != nil && strings.Contains(err.Error(), pw) {
+			if _, _, err := parseDSN(dsn); err != nil && strings.Contains(err.Error(), pw) {
 				t.Errorf("parseDSN(%q): %v", dsn, err)
 			}
 		}
