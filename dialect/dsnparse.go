@@ -169,8 +169,8 @@ func PlainCause(err error) string {
 
 // NewDSN reads s as [ParseDSN] does and returns it parsed. A URL
 // (scheme://…) must read the same to every parser: its user info holds at
-// most one '@' and nothing that ends the host ('/', '?', '#') comes before
-// an '@'; else the error says the password must be URL-escaped. A URL
+// most one '@' and no '@' follows what ends the host ('/', '?', '#') but
+// in a query value; else the error says the password must be URL-escaped. A URL
 // mixed with a driver's form (mysql://root@tcp(h:3306)/db) is refused
 // naming both forms the dialect takes. mariadb:// is MySQL. Errors are
 // *DSNError, which quote no part of s they could not tell apart from the
@@ -230,9 +230,9 @@ func newURLDSN(s, scheme string) (*DSN, error) {
 	switch {
 	case strings.Count(auth, "@") > 1:
 		return nil, &DSNError{Shown: shown, Reason: "more than one '@' before the host: " + EscapeHint, Kind: ErrBadDSN}
-	case !strings.Contains(auth, "@") && atBeforeValue(rest[len(auth):]):
+	case strayAt(rest[len(auth):]):
 		return nil, &DSNError{Shown: shown, Reason: "an '@' after a '/', '?' or '#' that ends the host: " + EscapeHint, Kind: ErrBadDSN}
-	case strings.ContainsAny(auth, "()"):
+	case strings.ContainsAny(auth[strings.LastIndexByte(auth, '@')+1:], "()"):
 		return nil, &DSNError{Shown: shown, Reason: "a URL mixed with the driver's tcp(host) form: write " + forms[d], Kind: ErrBadDSN}
 	}
 	u, err := url.Parse(s)
@@ -243,13 +243,28 @@ func newURLDSN(s, scheme string) (*DSN, error) {
 	return urlDSN(d, s, u), nil
 }
 
-// atBeforeValue reports whether rest, what follows a URL's host, has an
-// '@' before any '=': a password cut short by a '/', '?' or '#' in it.
-// An '@' in a query value (?application_name=a@b) is the value's.
-func atBeforeValue(rest string) bool {
+// strayAt reports whether rest, what follows a URL's host, holds an '@'
+// that a password cut short by a '/', '?' or '#' in it would leave there:
+// one before any '=', one after a '#', or one in a query value that a '/'
+// follows (…?x=y@host/db). An '@' in a query value (?application_name=a@b)
+// is the value's.
+func strayAt(rest string) bool {
 	at := strings.IndexByte(rest, '@')
-	eq := strings.IndexByte(rest, '=')
-	return at >= 0 && (eq < 0 || at < eq)
+	if at < 0 {
+		return false
+	}
+	if eq := strings.IndexByte(rest, '='); eq < 0 || at < eq {
+		return true
+	}
+	if h := strings.IndexByte(rest, '#'); h >= 0 && strings.Contains(rest[h:], "@") {
+		return true
+	}
+	for _, v := range strings.Split(rest, "&") {
+		if i := strings.IndexByte(v, '@'); i >= 0 && strings.Contains(v[i:], "/") {
+			return true
+		}
+	}
+	return false
 }
 
 // passwordParam is a URL query key that holds a password.
