@@ -1,5 +1,6 @@
 // Package dbq opens a job queue from a DSN, whatever the database: the
-// scheme picks the dialect (postgres://, mysql://, sqlserver://, sqlite:).
+// scheme picks the dialect (postgres://, mysql:// or mariadb://, sqlserver://,
+// sqlite:). Errors never show the password: see dialect.NewDSN.
 // It is the one open function the dbq CLI uses too.
 //
 // Importing this package links every dialect's driver. A program that only
