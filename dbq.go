@@ -1,5 +1,6 @@
 // Package dbq opens a job queue from a DSN, whatever the database: the
-// scheme picks the dialect (postgres://, mysql://, sqlserver://, sqlite:).
+// scheme picks the dialect (postgres://, mysql:// or mariadb://, sqlserver://,
+// sqlite:). Errors never show the password: see dialect.NewDSN.
 // It is the one open function the dbq CLI uses too.
 //
 // Importing this package links every dialect's driver. A program that only
@@ -105,15 +106,15 @@ func oneStrategy(d dialect.Name, strategy string) error {
 	return fmt.Errorf("%w: %s has no claim strategy %q: it has one", queue.ErrInvalidConfig, d, strategy)
 }
 
-// pick finds the dialect of dsn and its constructors.
-func pick(dsn string) (dialect.Name, opener, error) {
-	d, err := dialect.ParseDSN(dsn)
+// pick reads dsn and finds its dialect's constructors.
+func pick(dsn string) (*dialect.DSN, opener, error) {
+	d, err := dialect.NewDSN(dsn)
 	if err != nil {
-		return "", opener{}, err
+		return nil, opener{}, err
 	}
-	o, ok := openers[d]
+	o, ok := openers[d.Dialect]
 	if !ok {
-		return "", opener{}, fmt.Errorf("%w: %s", dialect.ErrUnknownScheme, d)
+		return nil, opener{}, fmt.Errorf("%w: %s", dialect.ErrUnknownScheme, d.Dialect)
 	}
 	return d, o, nil
 }
@@ -162,7 +163,7 @@ func OpenDB(ctx context.Context, dsn string) (*sql.DB, dialect.Name, error) {
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, "", fmt.Errorf("dbq: connect to %s: %w", dialect.Redact(dsn), err)
+		return nil, "", d.ConnectError(err)
 	}
-	return db, d, nil
+	return db, d.Dialect, nil
 }

@@ -2,19 +2,18 @@ package dialect
 
 import (
 	"errors"
-	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
 )
 
 // ErrUnknownScheme is returned for a DSN whose scheme names no dialect.
-var ErrUnknownScheme = errors.New("dbq: unknown DSN scheme (want postgres://, mysql://, sqlserver://, sqlite:, or a driver's own form: user:pass@tcp(host:3306)/db, host=... dbname=..., server=...;user id=...)")
+var ErrUnknownScheme = errors.New("dbq: unknown DSN scheme")
 
 // ParseDSN picks the dialect a DSN is for. It knows the URL forms —
-// postgres:// or postgresql://, mysql://, sqlserver:// (and go-mssqldb's
-// odbc:), and sqlite: (sqlite:path, sqlite://path, sqlite:///abs/path,
-// sqlite3:, file:) — and each driver's native form:
+// postgres:// or postgresql://, mysql:// or mariadb://, sqlserver:// (and
+// go-mssqldb's odbc:), and sqlite: (sqlite:path, sqlite://path,
+// sqlite:///abs/path, sqlite3:, file:) — and each driver's native form:
 //   - go-sql-driver/mysql: user:pass@tcp(host:port)/db?opts, user@/db,
 //     user@unix(/path)/db;
 //   - libpq key=value (PostgreSQL): host=h port=5432 user=u dbname=d …,
@@ -23,47 +22,48 @@ var ErrUnknownScheme = errors.New("dbq: unknown DSN scheme (want postgres://, my
 //   - SQL Server ADO (server=h;user id=u;password=p;database=d, recognised
 //     by a server, data source or address key).
 //
-// Only the dialect is decided here: each dialect package reads the rest of
-// the DSN itself (its Open and OpenDB take every form above for it). The
-// error never holds the password.
+// A URL must read the same to every parser, as [NewDSN] checks. Only the
+// dialect is decided here: each dialect package reads the rest of the DSN
+// itself (its Open and OpenDB take every form above for it). The error, a
+// *DSNError, never holds the password.
 func ParseDSN(s string) (Name, error) {
+	d, err := NewDSN(s)
+	if err != nil {
+		return "", err
+	}
+	return d.Dialect, nil
+}
+
+// parseDialect is ParseDSN for a string that is not a scheme:// URL.
+func parseDialect(s string) (Name, error) {
 	if d, ok := nativeDSN(s); ok {
 		return d, nil
 	}
 	scheme, _, ok := strings.Cut(s, ":")
-	if !ok {
-		return "", fmt.Errorf("%w: %q", ErrUnknownScheme, redactUnknown(s))
+	if ok {
+		switch strings.ToLower(scheme) {
+		case "postgres", "postgresql":
+			return Postgres, nil
+		case "sqlserver", "odbc":
+			return MSSQL, nil
+		case "mysql", "mariadb":
+			return MySQL, nil
+		case "sqlite", "sqlite3", "file":
+			return SQLite, nil
+		}
 	}
-	switch strings.ToLower(scheme) {
-	case "postgres", "postgresql":
-		return Postgres, nil
-	case "sqlserver", "odbc":
-		return MSSQL, nil
-	case "mysql":
-		return MySQL, nil
-	case "sqlite", "sqlite3", "file":
-		return SQLite, nil
+	reason := "not a DSN in any form dbq knows"
+	if ok && plainSchemeRe.MatchString(scheme) {
+		reason = "\"" + scheme + ":\""
+		if m := schemeRe.FindString(s); m != "" {
+			reason = "\"" + m + "\""
+		}
 	}
-	return "", fmt.Errorf("%w: %q", ErrUnknownScheme, redactUnknown(s))
+	return "", &DSNError{Reason: reason + " (want postgres://, postgresql://, mysql://, mariadb://, sqlserver:// or sqlite:, or a driver's own form: user:pass@tcp(host:3306)/db, host=h dbname=db, server=h;user id=u;…)", Kind: ErrUnknownScheme}
 }
 
-// redactUnknown is Redact for a string in no form dbq knows: where Redact
-// found nothing to mask, anything between a ':' and a later '@' may still
-// be a password.
-func redactUnknown(s string) string {
-	r := Redact(s)
-	if r != s {
-		return r
-	}
-	at := strings.LastIndexByte(s, '@')
-	if at < 0 {
-		return r
-	}
-	if c := strings.IndexByte(s[:at], ':'); c >= 0 {
-		return s[:c+1] + mask + s[at:]
-	}
-	return r
-}
+// plainSchemeRe is a scheme an error may name: it cannot be a password.
+var plainSchemeRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
 
 // nativeDSN recognises a driver's own DSN form. A string that starts with
 // a scheme dbq knows is that scheme's; one that starts with key= is libpq's
@@ -71,7 +71,7 @@ func redactUnknown(s string) string {
 func nativeDSN(s string) (Name, bool) {
 	scheme, _, _ := strings.Cut(s, ":")
 	switch strings.ToLower(scheme) {
-	case "postgres", "postgresql", "mysql", "sqlserver", "sqlite", "sqlite3", "file", "odbc":
+	case "postgres", "postgresql", "mysql", "mariadb", "sqlserver", "sqlite", "sqlite3", "file", "odbc":
 		if schemeRe.MatchString(s) || strings.EqualFold(scheme, "odbc") || strings.HasPrefix(strings.ToLower(s), "sqlite") {
 			return "", false
 		}
@@ -183,7 +183,10 @@ var (
 	passwordKeyRe = regexp.MustCompile(`(?i)\b(?:password|pwd)[\s\v\x{85}\p{Z}]*=[\s\v\x{85}\p{Z}]*`)
 )
 
-// Redact returns s with any password in it replaced by "xxxxx". It knows
+// Redact returns s with any password in it replaced by "xxxxx". A DSN
+// [NewDSN] reads is shown as [DSN.String] builds it from its parts; one
+// NewDSN refuses as a malformed URL shows its scheme only. Other text is
+// read as the forms the drivers read. It knows
 // the forms the drivers read, and masks as much as any of them could take
 // for the password:
 //   - URL user info, user:pass@host, escaped or as typed (the password runs
@@ -201,6 +204,14 @@ var (
 // quotes the DSN: parse "sqlserver://u:p@h": …) is masked as a URL that
 // runs to the end of s.
 func Redact(s string) string {
+	d, err := NewDSN(s)
+	if err == nil {
+		return d.String()
+	}
+	var bad *DSNError
+	if errors.As(err, &bad) && errors.Is(bad.Kind, ErrBadDSN) && bad.Shown != "" {
+		return bad.Shown
+	}
 	if out := redact(s); out != s {
 		return out
 	}

@@ -44,13 +44,15 @@ var dsnForms = []dsnForm{
 	{"sqlserver url escaped", func(pw string) (string, bool) {
 		return "sqlserver://" + url.UserPassword("sa", pw).String() + "@db.example:1433?database=jobs", true
 	}},
-	// As typed by hand: url.Parse finds the last '@' of the authority, so
-	// only the characters that end the authority are unusable.
+	// As typed by hand: only a password that needs no escaping. (One with
+	// an '@', or a character that ends the host, is refused: pgx and
+	// net/url would read it differently.)
 	{"url as typed", func(pw string) (string, bool) {
-		if strings.ContainsAny(pw, "/?#%") {
+		dsn := "postgresql://app:" + pw + "@db.example/jobs"
+		if _, err := url.Parse(dsn); err != nil || strings.ContainsAny(pw, "@/?#%") {
 			return "", false
 		}
-		return "postgresql://app:" + pw + "@db.example/jobs", true
+		return dsn, true
 	}},
 	// go-sql-driver/mysql takes the password up to the last '@' before the
 	// last '/': any character will do.

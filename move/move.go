@@ -90,16 +90,16 @@ import (
 // Errors of a move, found before anything is moved (but ErrMismatch).
 var (
 	// ErrSameDatabase: source and destination are the same jobs table.
-	ErrSameDatabase = errors.New("dbq move: source and destination are the same jobs table")
+	ErrSameDatabase = errors.New("dbq: move: source and destination are the same jobs table")
 	// ErrDestinationNotMigrated: the destination has no dbq tables; migrate
 	// it first (dbq move --migrate, or dbq migrate).
-	ErrDestinationNotMigrated = errors.New("dbq move: the destination is not migrated")
+	ErrDestinationNotMigrated = errors.New("dbq: move: the destination is not migrated")
 	// ErrTooLarge: a source job holds a payload or dedupe key larger than
 	// the destination stores.
-	ErrTooLarge = errors.New("dbq move: a job is too large for the destination")
+	ErrTooLarge = errors.New("dbq: move: a job is too large for the destination")
 	// ErrMismatch: a moved job is not on the destination as the source
 	// held it, or jobs were left in conflict or rejected.
-	ErrMismatch = errors.New("dbq move: moved jobs do not match")
+	ErrMismatch = errors.New("dbq: move: moved jobs do not match")
 )
 
 // Default Options values.
@@ -273,10 +273,10 @@ func prepare(ctx context.Context, src, dst *queue.Queue, opts Options) (*mover, 
 	}
 	var err error
 	if m.report.Source.Identity, err = sm.Identity(ctx); err != nil {
-		return nil, fmt.Errorf("dbq move: source: %w", err)
+		return nil, fmt.Errorf("dbq: move: source: %w", err)
 	}
 	if m.report.Destination.Identity, err = dm.Identity(ctx); err != nil {
-		return nil, fmt.Errorf("dbq move: destination: %w", err)
+		return nil, fmt.Errorf("dbq: move: destination: %w", err)
 	}
 	if m.report.Source.Identity == m.report.Destination.Identity {
 		return nil, fmt.Errorf("%w: %s", ErrSameDatabase, m.report.Source.Identity)
@@ -285,7 +285,7 @@ func prepare(ctx context.Context, src, dst *queue.Queue, opts Options) (*mover, 
 		if errors.Is(err, queue.ErrNotMigrated) {
 			return nil, fmt.Errorf("%w: %s: %w", ErrDestinationNotMigrated, m.report.Destination.Identity, err)
 		}
-		return nil, fmt.Errorf("dbq move: destination: %w", err)
+		return nil, fmt.Errorf("dbq: move: destination: %w", err)
 	}
 	sid := opts.SourceID
 	if sid == "" {
@@ -304,11 +304,11 @@ func prepare(ctx context.Context, src, dst *queue.Queue, opts Options) (*mover, 
 func (m *mover) checkSizes(ctx context.Context) error {
 	s, err := m.src.Survey(ctx, m.filter)
 	if err != nil {
-		return fmt.Errorf("dbq move: source: %w", err)
+		return fmt.Errorf("dbq: move: source: %w", err)
 	}
 	l, err := m.dst.Limits(ctx)
 	if err != nil {
-		return fmt.Errorf("dbq move: destination: %w", err)
+		return fmt.Errorf("dbq: move: destination: %w", err)
 	}
 	m.limits = l
 	synth := int64(len(m.keyPrefix) + 20)
@@ -328,7 +328,7 @@ func (m *mover) checkSizes(ctx context.Context) error {
 func (m *mover) count(ctx context.Context) (selected, held int64, err error) {
 	stats, err := m.srcQ.Stats(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("dbq move: source: %w", err)
+		return 0, 0, fmt.Errorf("dbq: move: source: %w", err)
 	}
 	for _, s := range stats {
 		if len(m.opts.Queues) > 0 && !slices.Contains(m.opts.Queues, s.Queue) {
@@ -366,7 +366,7 @@ func (m *mover) run(ctx context.Context) (*Report, error) {
 		if err != nil {
 			return &m.report, err
 		}
-		m.log.Info("dbq move: pass", "pass", m.report.Passes, "moved", moved,
+		m.log.Info("dbq: move: pass", "pass", m.report.Passes, "moved", moved,
 			"total_moved", m.report.Moved+m.report.Found, "conflicts", m.report.Conflicts)
 		if moved > 0 {
 			continue
@@ -433,7 +433,7 @@ func (m *mover) pass(ctx context.Context) (int64, error) {
 func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, error) {
 	b, err := m.src.Export(ctx, f)
 	if err != nil {
-		return 0, 0, fmt.Errorf("dbq move: export: %w", err)
+		return 0, 0, fmt.Errorf("dbq: move: export: %w", err)
 	}
 	defer func() { _ = b.Rollback() }() // an export only reads
 	jobs := b.Jobs()
@@ -449,7 +449,7 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 		} else if m.limits.TextKeys && movekit.ValidText(c.DedupeKey) != c.DedupeKey {
 			if !m.rejected[j.ID] {
 				m.rejected[j.ID] = true
-				m.log.Warn("dbq move: the destination stores only UTF-8 text keys without NUL; left on the source",
+				m.log.Warn("dbq: move: the destination stores only UTF-8 text keys without NUL; left on the source",
 					"id", j.ID, "queue", j.Queue)
 			}
 			continue
@@ -459,7 +459,7 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 	var stored []queue.Imported
 	if len(out) > 0 {
 		if stored, err = m.dst.Import(ctx, out); err != nil {
-			return 0, 0, fmt.Errorf("dbq move: import: %w", err)
+			return 0, 0, fmt.Errorf("dbq: move: import: %w", err)
 		}
 	}
 	done := make([]int64, 0, len(jobs))
@@ -474,7 +474,7 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 		if !sameJob(j, s.Job) {
 			if !m.conflicted[j.ID] {
 				m.conflicted[j.ID] = true
-				m.log.Warn("dbq move: the destination holds another job with this job's key; left on the source",
+				m.log.Warn("dbq: move: the destination holds another job with this job's key; left on the source",
 					"id", j.ID, "queue", j.Queue, "dedupe_key", out[i].DedupeKey, "destination_id", s.Job.ID)
 			}
 			continue
@@ -493,7 +493,7 @@ func (m *mover) batch(ctx context.Context, f queue.ExportFilter) (int64, int64, 
 	if err := b.Commit(ctx, done); err != nil {
 		// The destination holds the batch and the source still does: a
 		// rerun finds them by key.
-		return 0, 0, fmt.Errorf("dbq move: delete on the source (a rerun completes this batch): %w", err)
+		return 0, 0, fmt.Errorf("dbq: move: delete on the source (a rerun completes this batch): %w", err)
 	}
 	r := &m.report
 	r.Moved += moved

@@ -103,7 +103,7 @@ func diff(p, got *movedJob) (names []string, byWorker bool) {
 // destination and compares it with the source job (see the package doc).
 func (m *mover) verify(ctx context.Context) error {
 	if len(m.moved) > 0 {
-		m.log.Info("dbq move: verifying the destination", "jobs", len(m.moved))
+		m.log.Info("dbq: move: verifying the destination", "jobs", len(m.moved))
 	}
 	for start := 0; start < len(m.moved); start += verifyChunk {
 		chunk := m.moved[start:min(start+verifyChunk, len(m.moved))]
@@ -113,7 +113,7 @@ func (m *mover) verify(ctx context.Context) error {
 		}
 		stored, err := m.stored(ctx, keys)
 		if err != nil {
-			return fmt.Errorf("dbq move: verify: %w", err)
+			return fmt.Errorf("dbq: move: verify: %w", err)
 		}
 		for i := range chunk {
 			m.check(&chunk[i], stored[keys[i]])
@@ -181,7 +181,7 @@ func (m *mover) check(p *movedJob, got *queue.Job) {
 	}
 	r.Mismatched++
 	msg := fmt.Sprintf("source job %d (queue %q) is destination job %d: %s", p.srcID, p.queue, got.ID, why)
-	m.log.Warn("dbq move: a moved job differs on the destination", "detail", msg)
+	m.log.Warn("dbq: move: a moved job differs on the destination", "detail", msg)
 	if len(m.mismatches) < maxMismatches {
 		m.mismatches = append(m.mismatches, msg)
 	}

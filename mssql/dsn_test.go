@@ -1,11 +1,14 @@
 package mssql
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/queue"
 )
 
@@ -20,7 +23,7 @@ func TestParseDSN(t *testing.T) {
 		{"address=h;user id=sa;password=x", "h", "sa", "x", ""},
 		{"odbc:server=h;user id=sa;password={a;b}};c};database=d", "h", "sa", "a;b};c", "d"},
 	} {
-		c, err := parseDSN(tc.dsn)
+		c, _, err := parseDSN(tc.dsn)
 		if err != nil {
 			t.Errorf("parseDSN(%q): %v", tc.dsn, err)
 			continue
@@ -31,7 +34,7 @@ func TestParseDSN(t *testing.T) {
 	}
 	for _, dsn := range []string{"postgres://u:p@h/db", "mysql://u:p@h/db", "u:p@tcp(h:3306)/db",
 		"host=h user=u password=p dbname=d", "nonsense", "", "user id=sa;password=p"} {
-		_, err := parseDSN(dsn)
+		_, _, err := parseDSN(dsn)
 		if !errors.Is(err, queue.ErrUnknownScheme) {
 			t.Errorf("parseDSN(%q): %v, want ErrUnknownScheme", dsn, err)
 		}
@@ -41,7 +44,7 @@ func TestParseDSN(t *testing.T) {
 	}
 	for _, dsn := range []string{"sqlserver://sa:s3cret@h:notaport", "sqlserver://sa:s3cret@h?encrypt=maybe",
 		"server=h;password=s3cret;port=x", "odbc:server=h;password={s3cret"} {
-		_, err := parseDSN(dsn)
+		_, _, err := parseDSN(dsn)
 		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.HasPrefix(err.Error(), "dbq: ") {
 			t.Errorf("parseDSN(%q): %v", dsn, err)
 		}
@@ -68,7 +71,7 @@ func FuzzParseDSN(f *testing.F) {
 			if strings.Contains(form(""), pw) {
 				continue
 			}
-			if _, err := parseDSN(dsn); err != nil && strings.Contains(err.Error(), pw) {
+			if _, _, err := parseDSN(dsn); err != nil && strings.Contains(err.Error(), pw) {
 				t.Errorf("parseDSN(%q): %v", dsn, err)
 			}
 		}
@@ -93,6 +96,48 @@ func TestParseStrategy(t *testing.T) {
 	for _, s := range []Strategy{DeleteTop, UpdLock} {
 		if got, err := ParseStrategy(s.String()); got != s || err != nil {
 			t.Errorf("ParseStrategy(%v.String()) = %v, %v", s, got, err)
+		}
+	}
+}
+
+// Server-free: a sqlserver:// URL whose password holds an unescaped @ ? #
+// or / is refused before go-mssqldb reads it, and a connection refused
+// with the password escaped says so; neither message holds a piece of the
+// password.
+func TestDSNPasswordNotShown(t *testing.T) {
+	for _, pw := range []string{"Wr@ng-Secret-9", "Se/cret#Pw?9", "Kq3v@Frag2x?Frag3y#Frag4z/Frag5w:Frag6v"} {
+		pieces := []string{pw, url.QueryEscape(pw)}
+		for _, p := range strings.FieldsFunc(pw, func(r rune) bool { return strings.ContainsRune("@?#/:", r) }) {
+			if len(p) >= 3 {
+				pieces = append(pieces, p)
+			}
+		}
+		shows := func(err error) bool {
+			for _, p := range pieces {
+				if strings.Contains(err.Error(), p) {
+					return true
+				}
+			}
+			return false
+		}
+		dsn := "sqlserver://sa:" + pw + "@127.0.0.1:1?database=master"
+		if _, _, err := parseDSN(dsn); !errors.Is(err, queue.ErrBadDSN) || shows(err) || !strings.Contains(err.Error(), "%40 for @") {
+			t.Errorf("parseDSN(%q) = %v, want ErrBadDSN naming the escapes", dsn, err)
+		}
+		if _, err := OpenDB(dsn); !errors.Is(err, queue.ErrInvalidConfig) || shows(err) {
+			t.Errorf("OpenDB(%q) = %v", dsn, err)
+		}
+		dsn = "sqlserver://" + url.UserPassword("sa", pw).String() + "@127.0.0.1:1?database=master&dial+timeout=5"
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		q, err := Open(ctx, dsn, Config{})
+		cancel()
+		if q != nil {
+			q.Close()
+		}
+		var ce *dialect.ConnectError
+		if !errors.As(err, &ce) || shows(err) || !strings.Contains(err.Error(), "connection refused") ||
+			!strings.Contains(err.Error(), "sqlserver://sa:xxxxx@127.0.0.1:1") {
+			t.Errorf("Open(%q) = %v, want a ConnectError saying connection refused", dsn, err)
 		}
 	}
 }

@@ -193,15 +193,16 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	db, err := OpenDB(dsn)
+	c, ds, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
+	db := sql.OpenDB(mssqldb.NewConnectorConfig(c))
 	// Claimers share the pool; keep enough idle connections for them.
 	db.SetMaxIdleConns(cfg.WithDefaults().Claimers + 2)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("dbq: connect to %s: %w", dialect.Redact(dsn), redactErr(err))
+		return nil, ds.ConnectError(err)
 	}
 	q, err := newQueue(db, true, cfg)
 	if err != nil {
@@ -216,7 +217,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 // (server=h;user id=u;password=p;database=d) or go-mssqldb's odbc: form.
 // Errors never hold the DSN's password.
 func OpenDB(dsn string) (*sql.DB, error) {
-	c, err := parseDSN(dsn)
+	c, _, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}

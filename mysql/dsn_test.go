@@ -46,7 +46,7 @@ func TestDriverConfig(t *testing.T) {
 		{"root@tcp(127.0.0.1:3306)/test", "127.0.0.1:3306", "test", "root", "", ""},
 		{"root@unix(/run/mysqld/mysqld.sock)/test", "/run/mysqld/mysqld.sock", "test", "root", "", ""},
 	} {
-		mc, err := driverConfig(c.in)
+		mc, _, err := driverConfig(c.in)
 		if err != nil {
 			t.Errorf("%s: %v", c.in, err)
 			continue
@@ -62,7 +62,7 @@ func TestDriverConfig(t *testing.T) {
 		"mysql://u:s3cret@h/db?x=%zz",    // bad query escape
 		"u:s3cret@tcp(h)/db?loc=Nowhere", // the driver refuses the value
 	} {
-		_, err := driverConfig(in)
+		_, _, err := driverConfig(in)
 		if !errors.Is(err, queue.ErrInvalidConfig) || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("driverConfig(%q): %v", in, err)
 		}
@@ -80,7 +80,7 @@ func FuzzDriverConfig(f *testing.F) {
 			return // too short to tell apart from the rest of the DSN
 		}
 		dsn := "mysql://" + url.UserPassword("app", pw).String() + "@db.example:3306/jobs"
-		mc, err := driverConfig(dsn)
+		mc, _, err := driverConfig(dsn)
 		if err != nil {
 			if strings.Contains(err.Error(), pw) {
 				t.Fatalf("driverConfig(%q): error holds the password: %v", dsn, err)

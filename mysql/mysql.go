@@ -209,7 +209,7 @@ func newDriver(ctx context.Context, db *sql.DB, cfg Config, own bool) (*Driver, 
 // set their isolation level themselves rather than rely on these. Errors
 // never hold the password.
 func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
-	mc, err := driverConfig(dsn)
+	mc, ds, err := driverConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	srv, _, err := readServer(ctx, probe, stmts)
 	probe.Close()
 	if err != nil {
-		return nil, fmt.Errorf("%w (dsn %s)", err, dialect.Redact(dsn))
+		return nil, ds.ConnectError(err)
 	}
 	mc.Params[srv.isolationVar()] = "'READ-COMMITTED'"
 	mc.Params["innodb_lock_wait_timeout"] = strconv.Itoa(int(cfg.LockWaitTimeout / time.Second))
@@ -239,7 +239,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	d, err := newDriver(ctx, db, cfg, true)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%w (dsn %s)", err, dialect.Redact(dsn))
+		return nil, fmt.Errorf("%w (dsn %s)", err, ds)
 	}
 	q, err := queue.New(d, d.cfg.Config)
 	if err != nil {
@@ -255,7 +255,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 // database/sql transactions. It does not connect; errors never hold the
 // password.
 func OpenDB(dsn string) (*sql.DB, error) {
-	mc, err := driverConfig(dsn)
+	mc, _, err := driverConfig(dsn)
 	if err != nil {
 		return nil, err
 	}

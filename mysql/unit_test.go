@@ -377,7 +377,7 @@ func TestDSNForms(t *testing.T) {
 		{"MYSQL://u@db/app", "db:3306", "app", "u"},
 		{"u:p@tcp(127.0.0.1:3306)/app?parseTime=false&loc=Local", "127.0.0.1:3306", "app", "u"},
 	} {
-		mc, err := driverConfig(c.in)
+		mc, _, err := driverConfig(c.in)
 		if err != nil {
 			t.Errorf("%s: %v", c.in, err)
 			continue
@@ -386,7 +386,7 @@ func TestDSNForms(t *testing.T) {
 			t.Errorf("%s: %+v", c.in, mc)
 		}
 	}
-	_, err := driverConfig("u:secret@tcp(host:3306")
+	_, _, err := driverConfig("u:secret@tcp(host:3306")
 	if !errors.Is(err, queue.ErrInvalidConfig) || strings.Contains(err.Error(), "secret") {
 		t.Errorf("bad DSN: %v", err)
 	}

@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/dbqueue/dbq/dialect"
-	"github.com/dbqueue/dbq/queue"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -19,17 +17,22 @@ const DefaultMaxConns = 16
 // (pool_max_conns, default_query_exec_mode …) — into the config of the
 // pool [Open] makes, or of the connections [OpenDB] makes
 // (Config.ConnConfig, without the pool's keys). Without pool_max_conns the
-// pool has at least [DefaultMaxConns] connections. Errors wrap
-// queue.ErrInvalidConfig and hold neither the DSN's password nor pgx's
-// error (which holds the parsed config).
-func parseDSN(dsn string) (*pgxpool.Config, error) {
+// pool has at least [DefaultMaxConns] connections. It also returns the DSN
+// as dialect.NewDSN reads it, to build messages from. A URL pgx would
+// read otherwise than net/url (an unescaped '@' in the password) is
+// refused first. Errors are *dialect.DSNError (queue.ErrInvalidConfig)
+// and hold neither the DSN's password nor pgx's text where it quotes it.
+func parseDSN(dsn string) (*pgxpool.Config, *dialect.DSN, error) {
+	ds, err := dialect.NewDSN(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: postgres: bad DSN %s: %s",
-			queue.ErrInvalidConfig, dialect.Redact(dsn), dialect.Redact(err.Error()))
+		return nil, nil, ds.BadDSN("postgres", err)
 	}
 	if !strings.Contains(dsn, "pool_max_conns") {
 		pc.MaxConns = max(pc.MaxConns, DefaultMaxConns)
 	}
-	return pc, nil
+	return pc, ds, nil
 }

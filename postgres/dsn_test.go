@@ -25,7 +25,7 @@ func TestParseDSN(t *testing.T) {
 		{"host=db.example port=6433 user=app password=s3cretpw dbname=jobs", "db.example", "app", "jobs", 6433, DefaultMaxConns},
 		{"host=db.example user=app dbname=jobs pool_max_conns=2 default_query_exec_mode=exec", "db.example", "app", "jobs", 5432, 2},
 	} {
-		pc, err := parseDSN(tc.dsn)
+		pc, _, err := parseDSN(tc.dsn)
 		if err != nil {
 			t.Errorf("parseDSN(%q): %v", tc.dsn, err)
 			continue
@@ -45,7 +45,7 @@ func TestParseDSN(t *testing.T) {
 		"postgres://app:s3cretpw@db.example/jobs?pool_max_conns=many",
 		"mysql://app:s3cretpw@db.example/jobs",
 	} {
-		_, err := parseDSN(dsn)
+		_, _, err := parseDSN(dsn)
 		if !errors.Is(err, queue.ErrInvalidConfig) || strings.Contains(err.Error(), "s3cretpw") || !strings.HasPrefix(err.Error(), "dbq:") {
 			t.Errorf("parseDSN(%q): %v", dsn, err)
 		}
@@ -57,7 +57,7 @@ func FuzzParseDSN(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, dsn string) {
-		pc, err := parseDSN(dsn)
+		pc, _, err := parseDSN(dsn)
 		if err == nil && pc == nil || err != nil && !errors.Is(err, queue.ErrInvalidConfig) {
 			t.Fatalf("parseDSN(%q) = %v, %v", dsn, pc, err)
 		}

@@ -172,17 +172,17 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	pc, err := parseDSN(dsn)
+	pc, ds, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
-		return nil, fmt.Errorf("dbq: postgres: open %s: %s", dialect.Redact(dsn), dialect.Redact(err.Error()))
+		return nil, ds.ConnectError(err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("dbq: postgres: connect to %s: %w", dialect.Redact(dsn), err)
+		return nil, ds.ConnectError(err)
 	}
 	drv, err := newDriver(pool, true, cfg)
 	if err != nil {
@@ -201,7 +201,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*queue.Queue, error) {
 // for callers that enqueue in database/sql transactions. It does not
 // connect; errors never hold the DSN's password.
 func OpenDB(dsn string) (*sql.DB, error) {
-	pc, err := parseDSN(dsn)
+	pc, _, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}

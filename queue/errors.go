@@ -31,7 +31,7 @@ var (
 	// ErrInvalidJob: a NewJob or RetryParams field is out of range.
 	ErrInvalidJob = errors.New("dbq: invalid job")
 	// ErrInvalidConfig: a Config field is out of range.
-	ErrInvalidConfig = errors.New("dbq: invalid config")
+	ErrInvalidConfig = dialect.ErrInvalidConfig
 	// ErrUnsupportedServer: the database, or what stands between dbq and
 	// it (a transaction pooler), cannot keep the claim's promise; the
 	// message says what to change. Workers stop on it rather than retry.
@@ -44,6 +44,10 @@ var (
 	ErrInvalidIdentifier = dialect.ErrInvalidIdentifier
 	// ErrUnknownScheme: a DSN's scheme names no dialect.
 	ErrUnknownScheme = dialect.ErrUnknownScheme
+	// ErrBadDSN: a DSN in a form dbq knows that it cannot read (a URL
+	// whose password is not URL-escaped, a URL mixed with a driver's form);
+	// see dialect.DSNError. It comes with ErrInvalidConfig.
+	ErrBadDSN = dialect.ErrBadDSN
 )
 
 // LeaseLostError lists the jobs of a batch whose leases were lost. The

@@ -80,6 +80,9 @@ func dsnPath(dsn string) (string, error) {
 	switch strings.ToLower(scheme) {
 	case "sqlite", "sqlite3", "file":
 		path := strings.TrimPrefix(rest, "//")
+		if host, _, _ := strings.Cut(path, "/"); len(path) < len(rest) && strings.Contains(host, "@") {
+			return "", fmt.Errorf("%w: sqlite: a SQLite DSN takes no user or password (want sqlite:path/to/file.db or sqlite:///abs/path.db)", queue.ErrInvalidConfig)
+		}
 		if path == "" {
 			return "", fmt.Errorf("%w: sqlite DSN %q names no file", queue.ErrInvalidConfig, dsn)
 		}

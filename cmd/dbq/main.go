@@ -133,7 +133,8 @@ func run(args []string) int {
 // errorLine is err as the CLI prints it: one "dbq:" prefix, however many
 // layers added theirs (a wrapped sentinel keeps its own inside the
 // wrapper's text). Passwords are kept out at the source, where a DSN goes
-// into a message (dialect.Redact), not by rewriting the message.
+// into a message (dialect.DSNError, dialect.ConnectError), not by
+// rewriting the message.
 func errorLine(err error) string {
 	msg := strings.ReplaceAll(err.Error(), ": dbq: ", ": ")
 	if !strings.HasPrefix(msg, "dbq:") {
@@ -152,10 +153,12 @@ func newRootWith(g *globals) *cobra.Command {
 that many workers on many machines drain in parallel.
 
 The database is named by --dsn (or $DBQ_DSN):
-  postgres://user:pass@host:5432/db   mysql://user:pass@host:3306/db
+  postgres://user:pass@host:5432/db   mysql://user:pass@host:3306/db (or mariadb://)
   sqlserver://user:pass@host:1433?database=db   sqlite:path/to/file.db
 or in the driver's own form: user:pass@tcp(host:3306)/db, host=h user=u dbname=db,
-  server=h;user id=u;password=p;database=db`,
+  server=h;user id=u;password=p;database=db
+In a URL the password must be URL-escaped (%40 for @, %3F for ?, %23 for #,
+%2F for /, %25 for %); the driver's own forms take it as it is.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
