@@ -18,7 +18,6 @@ type store struct {
 	rows         map[string]*queue.ScheduleInfo
 	jobs         map[string]queue.NewJob // by dedupe key
 	nextID       int64
-	now          func() time.Time
 }
 
 func newStore() *store {
