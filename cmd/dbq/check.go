@@ -51,8 +51,10 @@ has a session of its own, not a transaction pooler's; on PostgreSQL, that no
 session or prepared transaction has held the MVCC horizon back for more than 5
 minutes (--horizon-warn), no inactive replication slot holds it, and the jobs table has no more
 than max(100,000, 2 × live) dead rows: see docs/postgres-health.md). It works in a queue of
-its own, dbq.check.<random>, and leaves no job behind. Each probe prints what
-it saw and, when it failed, what to do; the exit status is 1 when any failed.
+its own, dbq.check.<random>, and removes its jobs whatever happens (an
+account without DELETE cannot: then a failed "cleanup" line names them). Each
+probe prints what it saw and, when it failed, what to do — for a privilege
+the account lacks, the grant to give; the exit status is 1 when any failed.
 migrate up runs it after migrating.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
