@@ -61,7 +61,10 @@ test-pgbouncer: servers
 # The MySQL dialect's tests on TiDB, when a tidb-server binary is at hand
 # (TIDB_SERVER, or on PATH; TiDB is not packaged for Debian). Tests that
 # read InnoDB's lock tables say they do not apply there.
-TIDB_DSN ?= mysql://root@127.0.0.1:4000/test
+# scripts/tidb.sh listens on TIDB_HOST:TIDB_PORT; the tests follow it.
+TIDB_HOST ?= 127.0.0.1
+TIDB_PORT ?= 4000
+TIDB_DSN ?= mysql://root@$(TIDB_HOST):$(TIDB_PORT)/test
 test-tidb:
 	@if [ -z "$$TIDB_SERVER" ] && ! command -v tidb-server >/dev/null; then \
 		echo "test-tidb: skipped: no tidb-server on PATH and TIDB_SERVER is not set"; exit 0; fi; \

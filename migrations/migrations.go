@@ -15,7 +15,9 @@
 // [Up] makes.
 //
 // Migrating needs DDL rights (CREATE TABLE, CREATE INDEX, and CREATE SCHEMA
-// or CREATE DATABASE when a schema is configured); running workers and
+// or CREATE DATABASE when a configured schema does not exist yet: an
+// existing one is looked up, not created again, so its owner needs no
+// right on the database); running workers and
 // producers needs only SELECT, INSERT, UPDATE and DELETE on the tables.
 package migrations
 
@@ -273,15 +275,46 @@ func versionTableExists(ctx context.Context, d dialect.Name, db *sql.DB, n diale
 	return exists, nil
 }
 
+// ensureSchema creates n's schema (database, on MySQL) unless it exists.
+// It looks first, and creates only what is missing: PostgreSQL checks
+// CREATE on the database before it reads IF NOT EXISTS, and MySQL checks
+// the CREATE privilege, so the statement alone fails for a role that owns
+// the schema a DBA made for it, or that may only read it.
 func ensureSchema(ctx context.Context, d dialect.Name, db *sql.DB, n dialect.Names) error {
 	stmt := SchemaStatement(d, n)
 	if stmt == "" {
 		return nil
 	}
+	exists, err := schemaExists(ctx, d, db, n.Schema)
+	if err != nil || exists {
+		return err
+	}
 	if _, err := db.ExecContext(ctx, stmt); err != nil {
 		return fmt.Errorf("dbq: create schema %s (migrations need DDL rights): %w", dialect.Quote(d, n.Schema), err)
 	}
 	return nil
+}
+
+// schemaExists reports whether schema (database, on MySQL) exists, as far
+// as the account can see: MySQL lists only the databases it has a
+// privilege on, and one it cannot see it could not use either.
+func schemaExists(ctx context.Context, d dialect.Name, db *sql.DB, schema string) (bool, error) {
+	var q string
+	switch d {
+	case dialect.Postgres:
+		q = "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)"
+	case dialect.MySQL:
+		q = "SELECT COUNT(*) > 0 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?"
+	case dialect.MSSQL:
+		q = "SELECT CAST(CASE WHEN SCHEMA_ID(@p1) IS NULL THEN 0 ELSE 1 END AS bit)"
+	default:
+		return true, nil
+	}
+	var exists bool
+	if err := db.QueryRowContext(ctx, q, schema).Scan(&exists); err != nil {
+		return false, fmt.Errorf("dbq: migrations: look for schema %s: %w", dialect.Quote(d, schema), err)
+	}
+	return exists, nil
 }
 
 // Up applies every pending migration of dialect d for names n.

@@ -72,7 +72,10 @@ func Render(d dialect.Name, n dialect.Names) ([]Migration, error) {
 		}
 		if i == 0 {
 			if stmt := SchemaStatement(d, n); stmt != "" {
-				src = bytes.Replace(src, []byte(annotUp+"\n"), []byte(annotUp+"\n-- The schema the tables live in, unless it exists.\n"+stmt+";\n\n"), 1)
+				// One statement for goose's parser, whatever it holds.
+				block := "-- The schema the tables live in, unless it exists.\n" +
+					"-- +goose StatementBegin\n" + stmt + ";\n-- +goose StatementEnd\n\n"
+				src = bytes.Replace(src, []byte(annotUp+"\n"), []byte(annotUp+"\n"+block), 1)
 			}
 		}
 		up, down, err := split(src)
@@ -191,8 +194,10 @@ func split(src []byte) (up, down string, err error) {
 	return strings.TrimSpace(ub.String()) + "\n", strings.TrimSpace(db.String()) + "\n", nil
 }
 
-// createSchema is the statement that creates n's schema (database, on
-// MySQL) when it is missing, or "" when there is none to create.
+// SchemaStatement is the statement that creates n's schema (database, on
+// MySQL) when it is missing, or "" when there is none to create. On
+// PostgreSQL and SQL Server it looks before it creates, so the schema's
+// owner runs it without CREATE on the database.
 func SchemaStatement(d dialect.Name, n dialect.Names) string {
 	if n.Schema == "" {
 		return ""
@@ -200,7 +205,14 @@ func SchemaStatement(d dialect.Name, n dialect.Names) string {
 	q := dialect.Quote(d, n.Schema)
 	switch d {
 	case dialect.Postgres:
-		return "CREATE SCHEMA IF NOT EXISTS " + q
+		// Not CREATE SCHEMA IF NOT EXISTS: PostgreSQL checks CREATE on the
+		// database before it looks, which the schema's owner may lack. The
+		// name is a validated identifier, so it is a safe literal.
+		return "DO $$ BEGIN\n" +
+			"    IF NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = '" + n.Schema + "') THEN\n" +
+			"        CREATE SCHEMA " + q + ";\n" +
+			"    END IF;\n" +
+			"END $$"
 	case dialect.MySQL:
 		return "CREATE DATABASE IF NOT EXISTS " + q
 	case dialect.MSSQL:

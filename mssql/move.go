@@ -327,7 +327,7 @@ func importable(j *queue.Job) error {
 		return fmt.Errorf("import of job %d: %w", j.ID, err)
 	}
 	if j.Kind != "" {
-		if err := queue.ValidateKind(j.Kind); err != nil {
+		if err := queue.ValidateStoredKind(j.Kind); err != nil {
 			return fmt.Errorf("import of job %d: %w", j.ID, err)
 		}
 		if err := checkKind(j.Kind); err != nil {

@@ -11,8 +11,8 @@ import (
 )
 
 // TestKindsTravelWithJobs: a job's kind is stored as given and compared
-// byte for byte (a trailing space, case, non-ASCII, 100 bytes; kinds that
-// are not UTF-8 never get here), by every path that writes or reads a job:
+// byte for byte (a trailing space, which a plain INSERT may store, case,
+// non-ASCII, 100 bytes; kinds that are not UTF-8 never get here), by every path that writes or reads a job:
 // Enqueue, EnqueueUnique, a schedule's tick, both claim paths, Jobs and its
 // filter, StatsByKind, and move's Export, Stored and Import.
 func TestKindsTravelWithJobs(t *testing.T) {
@@ -24,7 +24,9 @@ func TestKindsTravelWithJobs(t *testing.T) {
 	for i, k := range kinds {
 		jobs = append(jobs, queue.NewJob{Queue: "k", Kind: k, Payload: []byte{byte(i)}, DedupeKey: "key" + string(rune('a'+i))})
 	}
-	ids, err := q.Enqueue(ctx, jobs...)
+	// Through the driver: "email " breaks queue.ValidateKind's rule, but a
+	// producer's plain INSERT may store it.
+	ids, err := d.Enqueue(ctx, nil, jobs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func (f JobFilter) check() (JobFilter, error) {
 		}
 	}
 	if f.Kind != "" {
-		if err := ValidateKind(f.Kind); err != nil {
+		if err := ValidateStoredKind(f.Kind); err != nil {
 			return f, err
 		}
 	}

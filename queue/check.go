@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // CheckResult is one probe of [Check]: what it looked at, whether it
@@ -23,7 +24,9 @@ type CheckResult struct {
 // exist; the account may enqueue, claim, complete and release; two
 // claimers never get one job, and a released job comes back; and the
 // driver's own probes ([Checker]). It works on a queue of its own,
-// "dbq.check.<random>", and leaves no job of it behind. The results come
+// "dbq.check.<random>", and removes its jobs whatever happens (a failed
+// probe, a cancelled ctx); when it cannot — an account without DELETE —
+// a failed "cleanup" result names the jobs left. The results come
 // in the order run; a failed probe may make later ones pointless, and
 // they say so.
 func Check(ctx context.Context, q *Queue) []CheckResult {
@@ -65,19 +68,24 @@ func checkClaims(ctx context.Context, q *Queue) (out []CheckResult) {
 		out = append(out, r)
 		return err == nil
 	}
+	var claimers []Claimer
+	defer func() {
+		// Whatever happened — a failed probe, a cancelled ctx, even an
+		// enqueue that committed and then failed — give back what is
+		// held, then remove what is left of the probe's queue.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkCleanupTimeout)
+		defer cancel()
+		for _, c := range claimers {
+			_ = c.Close(cctx)
+		}
+		if r, ok := removeProbeJobs(cctx, q, name); !ok {
+			out = append(out, r)
+		}
+	}()
 	ids, err := q.Enqueue(ctx, NewJob{Queue: name, Payload: []byte("a")}, NewJob{Queue: name, Payload: []byte("b")})
 	if !res("enqueue", err, "2 jobs stored in queue "+name) {
 		return out
 	}
-	var claimers []Claimer
-	defer func() {
-		// Give back what is held, then remove what is left of the probe.
-		cctx := context.WithoutCancel(ctx)
-		for _, c := range claimers {
-			_ = c.Close(cctx)
-		}
-		_, _ = q.drv.Cancel(cctx, ids)
-	}()
 	newClaimer := func() (Claimer, error) {
 		c, err := q.NewClaimer(ctx)
 		if err == nil {
@@ -132,4 +140,33 @@ func checkClaims(ctx context.Context, q *Queue) (out []CheckResult) {
 	}
 	res("complete", err, "completed jobs left the table")
 	return out
+}
+
+// checkCleanupTimeout bounds the removal of Check's probe jobs, which runs
+// even when the caller's ctx has ended.
+const checkCleanupTimeout = 30 * time.Second
+
+// removeProbeJobs deletes every job of Check's probe queue name and
+// reports ok when none is left; otherwise its "cleanup" result says which
+// jobs stay and why (an account without DELETE cannot remove them).
+func removeProbeJobs(ctx context.Context, q *Queue, name string) (r CheckResult, ok bool) {
+	left, err := q.Jobs(ctx, JobFilter{Queue: name})
+	if err == nil && len(left) > 0 {
+		if _, err = q.Cancel(ctx, IDs(left)...); err == nil {
+			left, err = q.Jobs(ctx, JobFilter{Queue: name})
+		}
+	}
+	if err == nil && len(left) == 0 {
+		return CheckResult{}, true
+	}
+	r = CheckResult{Name: "cleanup", Saw: "the probe jobs of queue " + name + " may remain",
+		Fix: "`dbq cancel` them with an account that may DELETE from dbq's tables"}
+	if len(left) > 0 {
+		r.Saw = fmt.Sprintf("%d probe jobs remain in queue %s (ids %v)", len(left), name, IDs(left))
+	}
+	if err != nil {
+		r.Saw += ": " + err.Error()
+		r.Fix = fixFor(err) + "; then " + r.Fix
+	}
+	return r, false
 }

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dbqueue/dbq/dialect"
@@ -17,7 +20,7 @@ import (
 // Args is the arguments of a typed job. Kind names what the job is; it is
 // stored with the job, so it must stay the same across deploys (a renamed
 // kind leaves its stored jobs without a handler). A kind is 1 to 100
-// bytes.
+// bytes of letters, digits and "_.:-" ([ValidateKind]).
 //
 //	type SendEmail struct {
 //		To      string `json:"to"`
@@ -127,16 +130,23 @@ func NewKinds(q *Queue, cfg KindsConfig) (*Kinds, error) {
 
 // Handle registers the kind of T with its defaults and its handler. A
 // job of that kind is decoded into T with the registry's codec and handed
-// to h; h's error is treated as a [Handler]'s. Registering a kind twice is
-// an error.
+// to h; h's error is treated as a [Handler]'s. A payload that does not
+// decode, or that decodes to a nil pointer when T is one (JSON null), is
+// [ErrBadArgs]. Registering a kind twice is an error.
 func Handle[T Args](k *Kinds, opts KindOptions, h func(ctx context.Context, job *TypedJob[T]) error) error {
 	if h == nil {
 		return fmt.Errorf("%w: Handle: nil handler", ErrInvalidConfig)
 	}
+	// A payload of null decodes into a nil pointer without an error; a
+	// handler of pointer args would get none to read.
+	pointer := reflect.TypeFor[T]().Kind() == reflect.Pointer
 	return register[T](k, opts, func(ctx context.Context, j *Job) error {
 		var args T
 		if err := k.cfg.Codec.Unmarshal(j.Payload, &args); err != nil {
 			return Permanent(fmt.Errorf("%w: kind %q: %w", ErrBadArgs, j.Kind, err))
+		}
+		if pointer && reflect.ValueOf(&args).Elem().IsNil() {
+			return Permanent(fmt.Errorf("%w: kind %q: the payload decodes to no value (%.20q)", ErrBadArgs, j.Kind, j.Payload))
 		}
 		return h(ctx, &TypedJob[T]{Job: j, Args: args})
 	})
@@ -176,9 +186,30 @@ func register[T Args](k *Kinds, opts KindOptions, h func(context.Context, *Job) 
 // MaxKindLen is the longest kind name.
 const MaxKindLen = 100
 
-// ValidateKind checks a kind name: 1 to MaxKindLen bytes of UTF-8 text
-// with no control characters, so every dialect stores it as text.
+// ValidateKind checks a kind name, the one rule every way of naming a
+// kind follows (Enqueue and the Kinds registry, `dbq enqueue --kind`,
+// `dbq work --kind KIND=CMD` routes, schedules): 1 to MaxKindLen bytes of
+// UTF-8, each character a letter or digit of any script or one of
+// "_.:-" — what a queue name may hold, and letters beyond ASCII. So a kind
+// never holds "=" (a route splits at the first), a space (which MySQL's
+// comparisons ignore at the end) or a control character.
 func ValidateKind(name string) error {
+	if err := ValidateStoredKind(name); err != nil {
+		return err
+	}
+	for _, r := range name {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_.:-", r) {
+			return fmt.Errorf("%w: kind %q: %q is not a letter, a digit or one of _.:-", ErrInvalidJob, name, r)
+		}
+	}
+	return nil
+}
+
+// ValidateStoredKind is the looser check for a kind read from the jobs
+// table, where a producer in another language may have stored one that
+// [ValidateKind] refuses: 1 to MaxKindLen bytes of UTF-8 text with no
+// control characters. Filters (JobFilter.Kind) and moves take such kinds.
+func ValidateStoredKind(name string) error {
 	if name == "" || len(name) > MaxKindLen {
 		return fmt.Errorf("%w: kind %q: want 1 to %d bytes", ErrInvalidJob, name, MaxKindLen)
 	}

@@ -194,14 +194,96 @@ func TestKindsRegistrationErrors(t *testing.T) {
 	if err := queue.Handle[resize](k, queue.KindOptions{}, nil); !errors.Is(err, queue.ErrInvalidConfig) {
 		t.Errorf("nil handler: %v", err)
 	}
-	for _, bad := range []string{"", strings.Repeat("k", queue.MaxKindLen+1), "a\nb", "bad\xffutf8"} {
-		if err := queue.ValidateKind(bad); !errors.Is(err, queue.ErrInvalidJob) {
-			t.Errorf("ValidateKind(%q) = %v", bad, err)
+}
+
+// TestKindRule: one rule for a kind's characters — letters and digits of
+// any script and "_.:-" — refuses "=" (a --kind route splits there),
+// spaces, "/" and control characters at every way in: ValidateKind,
+// Enqueue, EnqueueUnique, NewJob, registration. A filter still finds a
+// kind another producer stored outside the rule.
+func TestKindRule(t *testing.T) {
+	for _, good := range []string{"email", "send_email", "App::SendEmail", "billing.invoice-v2", "résumé", "日本", strings.Repeat("k", queue.MaxKindLen)} {
+		if err := queue.ValidateKind(good); err != nil {
+			t.Errorf("ValidateKind(%q) = %v", good, err)
 		}
 	}
-	q, _ := newKindsQueue(t, io.Discard)
-	if _, err := q.Enqueue(context.Background(), queue.NewJob{Queue: "a", Kind: "a\x00b"}); !errors.Is(err, queue.ErrInvalidJob) {
-		t.Errorf("Enqueue with a bad kind: %v", err)
+	bad := []string{"", strings.Repeat("k", queue.MaxKindLen+1), "a\nb", "bad\xffutf8", "a=b", "a b", "email ", "a/b", "a\tb", "é=x"}
+	for _, b := range bad {
+		if err := queue.ValidateKind(b); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("ValidateKind(%q) = %v", b, err)
+		}
+	}
+	q, k := newKindsQueue(t, io.Discard)
+	ctx := context.Background()
+	for _, b := range bad[2:] {
+		if _, err := q.Enqueue(ctx, queue.NewJob{Queue: "a", Kind: b}); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("Enqueue with kind %q: %v, want ErrInvalidJob", b, err)
+		}
+		if _, _, err := q.EnqueueUnique(ctx, nil, queue.NewJob{Queue: "a", Kind: b, DedupeKey: "k"}); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("EnqueueUnique with kind %q: %v, want ErrInvalidJob", b, err)
+		}
+	}
+	if err := queue.Declare[routeArgs](k, queue.KindOptions{}); !errors.Is(err, queue.ErrInvalidJob) {
+		t.Errorf("Declare of kind %q: %v, want ErrInvalidJob", routeArgs{}.Kind(), err)
+	}
+	if _, err := k.NewJob(routeArgs{}, queue.Opts{}); !errors.Is(err, queue.ErrInvalidJob) {
+		t.Errorf("NewJob of kind %q: %v, want ErrInvalidJob", routeArgs{}.Kind(), err)
+	}
+	if st, err := q.Stats(ctx); err != nil || len(st) != 0 {
+		t.Errorf("refused kinds stored jobs: %v, %v", st, err)
+	}
+	if _, err := q.Jobs(ctx, queue.JobFilter{Kind: "send email"}); err != nil {
+		t.Errorf("a filter on a kind stored outside the rule: %v", err)
+	}
+}
+
+type routeArgs struct{}
+
+func (routeArgs) Kind() string { return "a=b" }
+
+type ptrArgs struct{ N int }
+
+func (*ptrArgs) Kind() string { return "ptr" }
+
+// TestKindsNullIntoPointerArgs: a handler whose args are a pointer never
+// gets a nil one: the payload null is ErrBadArgs, dead at once, like any
+// payload that does not decode.
+func TestKindsNullIntoPointerArgs(t *testing.T) {
+	q, k := newKindsQueue(t, io.Discard)
+	var mu sync.Mutex
+	var got []int
+	if err := queue.Handle(k, queue.KindOptions{}, func(_ context.Context, j *queue.TypedJob[*ptrArgs]) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if j.Args == nil {
+			t.Errorf("job %d: the handler got nil args", j.ID)
+			return nil
+		}
+		got = append(got, j.Args.N)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, p := range []string{"null", " null ", `{"N":7}`} {
+		if _, err := q.Enqueue(ctx, queue.NewJob{Queue: "work", Kind: "ptr", Payload: []byte(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runUntil(t, q, k.Handler(), "work", func(st queue.WorkerStats) bool { return st.Dead+st.Completed == 3 })
+	dead, err := q.Jobs(ctx, queue.JobFilter{Queue: "work", State: queue.StateDead})
+	if err != nil || len(dead) != 2 {
+		t.Fatalf("dead jobs %v, %v; want the two null payloads", dead, err)
+	}
+	for _, j := range dead {
+		if j.Attempt != 1 || !strings.Contains(j.LastError, queue.ErrBadArgs.Error()) {
+			t.Errorf("job %d (%q): attempt %d, error %q; want ErrBadArgs at the first run", j.ID, j.Payload, j.Attempt, j.LastError)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != 7 {
+		t.Errorf("the handler got %v, want [7]", got)
 	}
 }
 

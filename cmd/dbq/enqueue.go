@@ -88,7 +88,7 @@ It prints the new job's id, or "enqueued N jobs".`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&name, "queue", "q", "default", "queue name")
-	f.StringVar(&kind, "kind", "", "the job's kind, which `dbq work --kind KIND=CMD` routes on (empty: none)")
+	f.StringVar(&kind, "kind", "", "the job's kind (letters, digits, _.:-), which `dbq work --kind KIND=CMD` routes on (empty: none)")
 	f.Int16Var(&priority, "priority", 0, "priority, lower runs first")
 	f.DurationVar(&delay, "delay", 0, "run no sooner than this from now (database clock)")
 	f.IntVar(&maxAttempts, "max-attempts", queue.DefaultMaxAttempts, "runs before the job is dead")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,14 +83,57 @@ func allDead(t *testing.T, q *queue.Queue, name string) []*queue.Job {
 	return jobs
 }
 
+// TestParseKindRoutes: routes split at the first "=" (a kind holds none),
+// follow the kind rule, and resolve their commands at start; a route to a
+// missing program is refused, naming it.
 func TestParseKindRoutes(t *testing.T) {
-	r, err := parseKindRoutes([]string{"email=./send.sh --fast", "resize=convert -resize 50%"})
-	if err != nil || strings.Join(r["email"], "|") != "./send.sh|--fast" || len(r["resize"]) != 3 {
+	r, err := parseKindRoutes([]string{"email=sh -c true", "resize=true -resize 50%"})
+	if err != nil || strings.Join(r["email"], "|") != "sh|-c|true" || len(r["resize"]) != 3 {
 		t.Fatalf("routes %v, %v", r, err)
 	}
-	for _, bad := range [][]string{{"email"}, {"email="}, {"=cmd"}, {"a=x", "a=y"}, {"bad\x01kind=x"}} {
+	for _, bad := range [][]string{{"email"}, {"email="}, {"=cmd"}, {"a=true", "a=true"}, {"bad\x01kind=true"}, {"a b=true"}, {"a/b=true"}} {
 		if _, err := parseKindRoutes(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+	for _, c := range []struct{ flag, names string }{
+		{"email=./no-such-send.sh --fast", "./no-such-send.sh"},
+		{"email=dbq-no-such-program", "dbq-no-such-program"},
+		{"a=b=true", `"b=true"`}, // kind a, whose command is "b=true"
+	} {
+		_, err := parseKindRoutes([]string{c.flag})
+		if !errors.Is(err, queue.ErrInvalidConfig) || !strings.Contains(err.Error(), c.names) {
+			t.Errorf("--kind %q: %v; want ErrInvalidConfig naming %s", c.flag, err, c.names)
+		}
+	}
+}
+
+// TestKindCharactersRefused: enqueue --kind takes what a --kind route can
+// name, no more (a kind with "=" could never be routed); work refuses to
+// start on a route or a command after -- that cannot be run, naming it,
+// before it touches the database.
+func TestKindCharactersRefused(t *testing.T) {
+	t.Setenv("DBQ_DSN", "")
+	// A work that started would run until this ends it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g := []string{"--dsn", "sqlite:" + filepath.Join(t.TempDir(), "k.db")}
+	mustRun(t, "", append(g, "migrate", "up", "--no-check")...)
+	for _, kind := range []string{"a=b", "a b", "a/b"} {
+		if out, err := dbqCmd(ctx, "", append(g, "enqueue", "-q", "k", "--kind", kind, "x")...); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("enqueue --kind %q: %v\n%s; want ErrInvalidJob", kind, err, out)
+		}
+	}
+	for _, c := range []struct {
+		args  []string
+		names string
+	}{
+		{[]string{"work", "-q", "k", "--kind", "email=dbq-no-such-program"}, "dbq-no-such-program"},
+		{[]string{"work", "-q", "k", "--", "dbq-no-such-program", "x"}, "dbq-no-such-program"},
+	} {
+		out, err := dbqCmd(ctx, "", append(g, c.args...)...)
+		if !errors.Is(err, queue.ErrInvalidConfig) || !strings.Contains(err.Error(), c.names) {
+			t.Errorf("dbq %s: %v\n%s; want ErrInvalidConfig naming %s", strings.Join(c.args, " "), err, out, c.names)
 		}
 	}
 }

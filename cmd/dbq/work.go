@@ -57,7 +57,10 @@ are spent the job is dead. stdout and stderr pass through as they come.
 kind; the command after -- runs every other job. With --kind and no command
 after --, a job of a kind no --kind names is not run: it fails with "no
 handler for the job's kind", is retried with backoff (a deploy may add the
-route) and is dead after its attempts.
+route) and is dead after its attempts. A kind is letters, digits and _.:-
+(no "=": the first one ends it). Every command, routes' and the one after
+--, must be found at start (on PATH, or a path that exists): work refuses
+to start on one that is not, naming it.
 
 Each command runs in a process group of its own, so a terminal's Ctrl-C
 reaches dbq alone. SIGINT or SIGTERM drains gracefully: no new claims,
@@ -105,6 +108,11 @@ or batch step that works off what is due and ends.`,
 			routes, err := parseKindRoutes(kindRoutes)
 			if err != nil {
 				return err
+			}
+			if len(args) > 0 {
+				if err := resolveCommand("the command after --", args[0]); err != nil {
+					return err
+				}
 			}
 			cfg := g.config()
 			cfg.Lease = lease
@@ -199,7 +207,10 @@ or batch step that works off what is due and ends.`,
 	return cmd
 }
 
-// parseKindRoutes reads --kind KIND=CMD flags into kind → argv.
+// parseKindRoutes reads --kind KIND=CMD flags into kind → argv. A kind
+// holds no "=" (queue.ValidateKind), so the first one ends it. Each
+// command must resolve now (exec.LookPath): a route to a missing program
+// refuses to start rather than fail every job of its kind.
 func parseKindRoutes(flags []string) (map[string][]string, error) {
 	routes := make(map[string][]string, len(flags))
 	for _, r := range flags {
@@ -214,9 +225,21 @@ func parseKindRoutes(flags []string) (map[string][]string, error) {
 		if _, dup := routes[kind]; dup {
 			return nil, fmt.Errorf("%w: --kind %s given twice", queue.ErrInvalidConfig, kind)
 		}
+		if err := resolveCommand("--kind "+kind, argv[0]); err != nil {
+			return nil, err
+		}
 		routes[kind] = argv
 	}
 	return routes, nil
+}
+
+// resolveCommand checks at start that name, the program of what (a flag
+// or "the command after --"), can be run.
+func resolveCommand(what, name string) error {
+	if _, err := exec.LookPath(name); err != nil {
+		return fmt.Errorf("%w: %s: command %q cannot be run: %w", queue.ErrInvalidConfig, what, name, err)
+	}
+	return nil
 }
 
 // routeKinds returns the handler that runs each job's command: its kind's
