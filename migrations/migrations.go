@@ -124,13 +124,6 @@ func IsTiDB(ctx context.Context, d dialect.Name, db *sql.DB) (bool, error) {
 	return strings.Contains(v, "TiDB"), nil
 }
 
-func schemaOrEmpty(d dialect.Name, n dialect.Names) string {
-	if n.Schema == "" || d == dialect.SQLite {
-		return ""
-	}
-	return dialect.Quote(d, n.Schema)
-}
-
 // NewProvider returns a goose provider for the job schema of dialect d in db,
 // with its version table named prefix+"schema_version" beside the jobs
 // table. It creates the configured schema (PostgreSQL, SQL Server) or
