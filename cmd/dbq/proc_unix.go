@@ -210,17 +210,21 @@ func (t *tree) run(orders <-chan byte, sigs <-chan os.Signal) {
 		stopped bool
 	)
 	for {
-		if t.reap() {
-			return
-		}
+		gone := t.reap()
 		if t.exited && rescan == nil {
-			// What the command left behind: SIGKILL to its group and to
+			// What the command left behind: SIGKILL to its group (its
+			// orphans are init's where there is no subreaper), and to
 			// what became our children, again until none is left, as
 			// their own orphans come to us in turn.
-			t.killAll()
-			rescan = time.NewTicker(20 * time.Millisecond)
-			defer rescan.Stop()
-			giveUp = time.After(killDelay)
+			t.killAll(!gone)
+			if gone = t.reap(); !gone {
+				rescan = time.NewTicker(20 * time.Millisecond)
+				defer rescan.Stop()
+				giveUp = time.After(killDelay)
+			}
+		}
+		if gone {
+			return
 		}
 		var tick <-chan time.Time
 		if rescan != nil {
@@ -230,16 +234,16 @@ func (t *tree) run(orders <-chan byte, sigs <-chan os.Signal) {
 		case o := <-orders:
 			switch {
 			case o == orderKill:
-				t.killAll()
+				t.killAll(true)
 			case o == orderStop && !stopped:
 				stopped = true
 				_ = syscall.Kill(-t.pid, syscall.SIGTERM)
 				grace = time.After(killDelay)
 			}
 		case <-grace:
-			t.killAll()
+			t.killAll(true)
 		case <-tick:
-			t.killAll()
+			t.killAll(true)
 		case <-giveUp:
 			return
 		case <-sigs: // SIGCHLD, or one to ignore: reap above
@@ -265,10 +269,14 @@ func (t *tree) reap() bool {
 	}
 }
 
-// killAll sends SIGKILL to the command's group and to each child of the
-// supervisor: the command, and on Linux the orphans of its tree.
-func (t *tree) killAll() {
+// killAll sends SIGKILL to the command's group and, with kids, to each
+// child of the supervisor: the command, and on Linux the orphans of its
+// tree (a child not yet reaped keeps its pid: no other process is hit).
+func (t *tree) killAll(kids bool) {
 	_ = syscall.Kill(-t.pid, syscall.SIGKILL)
+	if !kids {
+		return
+	}
 	if !t.exited {
 		_ = syscall.Kill(t.pid, syscall.SIGKILL)
 	}

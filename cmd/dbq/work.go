@@ -64,7 +64,20 @@ running commands get --shutdown-timeout to finish, then their process group
 gets SIGTERM, and SIGKILL 5 s later; their jobs are released with no attempt
 spent. A second SIGINT or SIGTERM kills the running commands at once and
 releases their jobs just the same. Whatever a command leaves running in its
-process group is killed when it exits.
+process group (on Linux, anywhere below it) is killed when it exits.
+
+No job command outlives dbq work, however dbq ends, kill -9 included: each
+command runs under a small supervisor, dbq itself started again, which
+holds one end of a pipe whose other end only dbq holds. When dbq goes, the
+supervisor reads end-of-file, sends the command's process group SIGTERM,
+and SIGKILL 5 s later. On Linux the supervisor is a child subreaper: what
+the command started that left its group (setsid, a double fork) is killed
+too, when the command exits or dbq goes; on other Unix systems only the
+group is, and on Windows there is no supervisor. A job whose worker died
+is run again once its claim lapses (at once with PostgreSQL's advisory
+claimer, after --lease with the others): never alongside the old run,
+unless that run ignores SIGTERM, and then for 5 s at most. The supervisor
+costs each job a few milliseconds of CPU.
 
 --metrics ADDR serves Prometheus metrics at http://ADDR/metrics while the
 worker runs (see package metrics for the names): claims, runs by outcome,
