@@ -77,7 +77,7 @@ group is, and on Windows there is no supervisor. A job whose worker died
 is run again once its claim lapses (at once with PostgreSQL's advisory
 claimer, after --lease with the others): never alongside the old run,
 unless that run ignores SIGTERM, and then for 5 s at most. The supervisor
-costs each job a few milliseconds of CPU.
+costs each job a start of dbq: some milliseconds of CPU.
 
 --metrics ADDR serves Prometheus metrics at http://ADDR/metrics while the
 worker runs (see package metrics for the names): claims, runs by outcome,
