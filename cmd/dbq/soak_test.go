@@ -34,6 +34,9 @@ const orphanBound = time.Second
 // make it longer (default 6 kills, 60 jobs per database).
 func TestWorkKillSoak(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("a soak of about 25 s; skipped in -short mode")
+	}
 	bin := buildDBQ(t, t.TempDir())
 	kills, jobs := envInt(t, "DBQ_SOAK_KILLS", 6), envInt(t, "DBQ_SOAK_JOBS", 60)
 	for _, db := range claimerDBs(t) {
