@@ -86,6 +86,11 @@ func mustExist(dsn string) error {
 }
 
 func main() {
+	// Before anything else: a job's supervisor (see startJob) is this
+	// binary started again, and does nothing of dbq's own.
+	if len(os.Args) > 1 && os.Args[1] == superviseArg {
+		os.Exit(supervise(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,15 @@ import (
 	"github.com/dbqueue/dbq/internal/dbtest"
 	"github.com/dbqueue/dbq/queue"
 )
+
+// TestMain lets this test binary be a job's supervisor, as dbq is: the
+// commands of in-process `dbq work` runs start it again (startJob).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == superviseArg {
+		os.Exit(supervise(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
 
 // dbqCmd runs the CLI in-process with args and stdin, returning stdout.
 func dbqCmd(ctx context.Context, stdin string, args ...string) (string, error) {

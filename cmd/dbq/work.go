@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -68,7 +67,20 @@ running commands get --shutdown-timeout to finish, then their process group
 gets SIGTERM, and SIGKILL 5 s later; their jobs are released with no attempt
 spent. A second SIGINT or SIGTERM kills the running commands at once and
 releases their jobs just the same. Whatever a command leaves running in its
-process group is killed when it exits.
+process group (on Linux, anywhere below it) is killed when it exits.
+
+No job command outlives dbq work, however dbq ends, kill -9 included: each
+command runs under a small supervisor, dbq itself started again, which
+holds one end of a pipe whose other end only dbq holds. When dbq goes, the
+supervisor reads end-of-file, sends the command's process group SIGTERM,
+and SIGKILL 5 s later. On Linux the supervisor is a child subreaper: what
+the command started that left its group (setsid, a double fork) is killed
+too, when the command exits or dbq goes; on other Unix systems only the
+group is, and on Windows there is no supervisor. A job whose worker died
+is run again once its claim lapses (at once with PostgreSQL's advisory
+claimer, after --lease with the others): never alongside the old run,
+unless that run ignores SIGTERM, and then for 5 s at most. The supervisor
+costs each job a start of dbq: some milliseconds of CPU.
 
 --metrics ADDR serves Prometheus metrics at http://ADDR/metrics while the
 worker runs (see package metrics for the names): claims, runs by outcome,
@@ -360,29 +372,48 @@ const killDelay = 5 * time.Second
 // for the job's last error when it fails.
 const stderrTail = queue.MaxErrorBytes
 
+// jobProc is a job's running command (startJob).
+type jobProc interface {
+	// stop sends SIGTERM to the command's process group, and SIGKILL to
+	// all it started killDelay later.
+	stop()
+	// kill sends SIGKILL to the command and all it started, now.
+	kill()
+	// wait waits for the command's end: nil for exit status 0, an
+	// *exitError for any other status.
+	wait() error
+}
+
+// exitError is a job command's end with a status other than 0, worded as
+// os.ProcessState words it ("exit status 3", "signal: killed").
+type exitError struct{ msg string }
+
+func (e *exitError) Error() string { return e.msg }
+
 // commandHandler runs argv per job with the payload on stdin, in a process
-// group of its own: a terminal's Ctrl-C reaches dbq, which drains, and not
-// the commands, which would die mid-job and spend an attempt each. When
-// the job's context ends (shutdown timeout, lease lost) the group gets
-// SIGTERM, then SIGKILL after killDelay; when force closes (a second
-// Ctrl-C, on which the worker is stopped at once: Worker.StopNow), SIGKILL
-// at once, and the job goes back with no attempt spent.
-// Whatever the command leaves running in its group is killed when it
-// exits, so no job's processes outlive its run. stdout and stderr pass
-// through as they come; only the last stderrTail bytes of stderr are kept,
-// for the job's last error.
+// group of its own under a supervisor (startJob): a terminal's Ctrl-C
+// reaches dbq, which drains, and not the commands, which would die
+// mid-job and spend an attempt each. When the job's context ends
+// (shutdown timeout, lease lost) the group gets SIGTERM, then SIGKILL
+// after killDelay; when force closes (a second Ctrl-C, on which the worker
+// is stopped at once: Worker.StopNow), SIGKILL at once, and the job goes
+// back with no attempt spent. Whatever the command leaves running is
+// killed when it exits, and should dbq die, the supervisor ends the
+// command's tree just the same, so no job's processes outlive its run.
+// stdout and stderr pass through as they come; only the last stderrTail
+// bytes of stderr are kept, for the job's last error.
 func commandHandler(argv, env []string, force <-chan struct{}) queue.Handler {
 	return func(ctx context.Context, j *queue.Job) error {
-		c := exec.Command(argv[0], argv[1:]...)
-		c.Stdin = bytes.NewReader(j.Payload)
-		c.Stdout = os.Stdout
-		c.Env = append(env[:len(env):len(env)],
+		path, err := exec.LookPath(argv[0])
+		if err != nil {
+			return fmt.Errorf("%s: %w", argv[0], err)
+		}
+		env := append(env[:len(env):len(env)],
 			"DBQ_JOB_ID="+strconv.FormatInt(j.ID, 10),
 			"DBQ_JOB_QUEUE="+j.Queue,
 			"DBQ_JOB_KIND="+j.Kind,
 			"DBQ_JOB_ATTEMPT="+strconv.Itoa(j.Attempt),
 		)
-		ownGroup(c)
 		// A pipe of our own rather than exec's: exec would wait for every
 		// holder of its write end, which a process that left the group
 		// may keep forever.
@@ -390,8 +421,7 @@ func commandHandler(argv, env []string, force <-chan struct{}) queue.Handler {
 		if err != nil {
 			return err
 		}
-		c.Stderr = pw
-		err = c.Start()
+		p, err := startJob(path, argv, env, bytes.NewReader(j.Payload), pw)
 		pw.Close()
 		if err != nil {
 			pr.Close()
@@ -412,29 +442,24 @@ func commandHandler(argv, env []string, force <-chan struct{}) queue.Handler {
 			case <-exited:
 				return
 			case <-ctx.Done():
-				signalGroup(c.Process, syscall.SIGTERM)
+				p.stop()
 			case <-force:
 				wasForced.Store(true)
-				signalGroup(c.Process, syscall.SIGKILL)
+				p.kill()
 				return
 			}
-			t := time.NewTimer(killDelay)
-			defer t.Stop()
 			select {
 			case <-exited:
-			case <-t.C:
-				signalGroup(c.Process, syscall.SIGKILL)
 			case <-force:
 				wasForced.Store(true)
-				signalGroup(c.Process, syscall.SIGKILL)
+				p.kill()
 			}
 		}()
-		err = c.Wait()
+		err = p.wait()
 		close(exited)
-		signalGroup(c.Process, syscall.SIGKILL)
 		select {
 		case <-copied:
-		case <-time.After(killDelay): // a process outside the group holds stderr
+		case <-time.After(killDelay): // a process that escaped holds stderr
 			pr.Close()
 			<-copied
 		}
@@ -448,7 +473,7 @@ func commandHandler(argv, env []string, force <-chan struct{}) queue.Handler {
 			<-ctx.Done()
 			return fmt.Errorf("%s: stopped by a second interrupt: %w", argv[0], err)
 		}
-		var exit *exec.ExitError
+		var exit *exitError
 		if msg := bytes.TrimSpace(stderr.Bytes()); errors.As(err, &exit) && len(msg) > 0 {
 			head := fmt.Sprintf("%s: %v: ", argv[0], err)
 			return errors.New(head + lastBytes(string(msg), queue.MaxErrorBytes-len(head)))
