@@ -1,7 +1,7 @@
 # dbq: common tasks. `make help` lists them.
 #
 # make test          ensure PostgreSQL and MariaDB answer (scripts/ensure-servers.sh),
-#                    then go vet, actionlint and the full test suite with the race detector,
+#                    then golangci-lint (go vet included), actionlint and the full test suite with the race detector,
 #                    and a short Galera cluster check (skipped, saying why, where it cannot start)
 # make test-short    unit tests only, no database servers needed
 # make test-compose  all dialects (incl. SQL Server) in docker compose; needs a Docker engine
@@ -20,11 +20,15 @@ COMPOSE_REQUIRE ?= postgres,mysql,mssql,sqlite
 # actionlint checks .github/workflows; installed into bin/ when absent.
 ACTIONLINT_VERSION ?= v1.7.12
 ACTIONLINT         ?= bin/actionlint
+# golangci-lint (.golangci.yml: errcheck, govet, staticcheck, unused,
+# ineffassign, misspell, gofmt); installed into bin/ when absent.
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT         ?= bin/golangci-lint
 
 .PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera test-galera-short test-matrix test-move-large servers chaos bench bench-go ceiling soak-pg build demo lint clean
 
 help:
-	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./... + test-galera-short"
+	@echo "make test          servers (PostgreSQL, MariaDB) + make lint + go test -race ./... + the short Galera, TiDB and Babelfish forms"
 	@echo "make test-short    go test -short ./... (no servers)"
 	@echo "make test-compose  docker compose up, go test -race ./... on every dialect, compose down"
 	@echo "make test-pgbouncer PgBouncer (transaction mode) up; the SKIP LOCKED suite through it and the advisory refusal"
@@ -41,7 +45,7 @@ help:
 	@echo "make ceiling       raw-SQL ceilings of the PostgreSQL claim designs (pgbench scripts in bench/ceiling)"
 	@echo "make build         bin/dbq"
 	@echo "make demo          go run ./cmd/dbq demo"
-	@echo "make lint          gofmt -l (must print nothing), go vet and actionlint"
+	@echo "make lint          golangci-lint run (gofmt, govet, errcheck, staticcheck, unused, ineffassign, misspell) and actionlint"
 	@echo "make actionlint    check .github/workflows (installs bin/actionlint $(ACTIONLINT_VERSION) if absent)"
 	@echo "make clean         remove build and test leftovers"
 
@@ -117,8 +121,7 @@ test-matrix:
 
 # Fuzz targets' seed corpora run as ordinary tests here. The Galera tests
 # in ./mysql/ skip there (no cluster); test-galera-short runs them.
-test: servers actionlint
-	$(GO) vet ./...
+test: servers lint
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory test-galera-short
 
@@ -225,10 +228,11 @@ $(ACTIONLINT):
 actionlint: $(ACTIONLINT)
 	$(ACTIONLINT) -no-color
 
-lint: actionlint
-	@out=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -not -path './bin/*' -print0 | xargs -0 -r $(GOFMT) -l); \
-	if [ -n "$$out" ]; then echo "gofmt -l: these files need gofmt -w:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+$(GOLANGCI_LINT):
+	GOBIN=$(CURDIR)/bin GOFLAGS= $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+lint: actionlint $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
 
 clean:
 	rm -rf bin .tmp

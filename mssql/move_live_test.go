@@ -40,7 +40,7 @@ func TestLiveMoveBetweenSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Rollback()
+	defer func() { _ = b.Rollback() }()
 	jobs := b.Jobs()
 	if len(jobs) != 2 || b.Cursor() != jobs[len(jobs)-1].ID {
 		t.Fatalf("Export: %d jobs, cursor %d", len(jobs), b.Cursor())

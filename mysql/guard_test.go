@@ -287,7 +287,7 @@ func TestExportTrustsItsDeleteNotItsLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer batch.Rollback()
+	defer func() { _ = batch.Rollback() }()
 	if len(batch.Jobs()) != jobs || nl.stripped.Load() == 0 {
 		t.Fatalf("export batch of %d jobs, locking clauses stripped %d", len(batch.Jobs()), nl.stripped.Load())
 	}

@@ -35,7 +35,7 @@ func startWork(t *testing.T, args ...string) (stop func() error) {
 		}
 		return err
 	}
-	t.Cleanup(func() { stop() })
+	t.Cleanup(func() { _ = stop() }) // a test that cared has called it
 	return stop
 }
 
@@ -176,7 +176,7 @@ func TestWorkLease(t *testing.T) {
 			release := filepath.Join(t.TempDir(), "release")
 			startWork(t, append(g, "-q", "lease", "--lease", "3s", "--poll", "50ms", "--",
 				"sh", "-c", `until [ -e "$0" ]; do sleep 0.05; done`, release)...)
-			defer os.WriteFile(release, nil, 0o600)
+			defer func() { _ = os.WriteFile(release, nil, 0o600) }()
 			var seen []time.Duration
 			for deadline := time.Now().Add(time.Minute); len(seen) < 3; time.Sleep(time.Second) {
 				jobs := allJobs(t, q, "lease")

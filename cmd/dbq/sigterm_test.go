@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,7 +31,7 @@ func buildDBQ(t *testing.T, dir string) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin = "go"
 	}
 	bin := filepath.Join(dir, "dbq")
 	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
@@ -142,7 +141,7 @@ func testSIGTERM(t *testing.T, bin string, d dialect.Name, dsn string) {
 				t.Fatalf("dbq work after SIGTERM: %v (want exit 0)\n%s", err, out.String())
 			}
 		case <-time.After(90 * time.Second):
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill()
 			t.Fatalf("dbq work did not exit after SIGTERM\n%s", out.String())
 		}
 	}
@@ -163,7 +162,7 @@ func testSIGTERM(t *testing.T, bin string, d dialect.Name, dsn string) {
 	select {
 	case url = <-metricsURL:
 	case <-time.After(time.Minute):
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill()
 		t.Fatalf("dbq work printed no metrics address\n%s", out.String())
 	}
 	waitUntil("a fifth of the jobs to run", func() bool { return len(readLedger(t, ledger)) >= total/5 })

@@ -109,7 +109,9 @@ w start; for i in 1 2 3 4 5 6 7 8; do sleep 0.25; w tick; done; w end`
 		if err := w.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
-		<-w.done
+		if err := <-w.done; err == nil {
+			t.Fatalf("%s exited 0 before its SIGKILL", w.name)
+		}
 	}
 	for deadline := time.Now().Add(3 * time.Minute); len(allJobs(t, q, "soak")) > 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -143,8 +143,8 @@ func forward(t *testing.T, addr, target string) {
 			conns = append(conns, c, s)
 			mu.Unlock()
 			wg.Add(2)
-			go func() { defer wg.Done(); io.Copy(s, c); s.Close() }()
-			go func() { defer wg.Done(); io.Copy(c, s); c.Close() }()
+			go func() { defer wg.Done(); _, _ = io.Copy(s, c); s.Close() }()
+			go func() { defer wg.Done(); _, _ = io.Copy(c, s); c.Close() }()
 		}
 	}()
 }

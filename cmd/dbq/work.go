@@ -1,23 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
-	"github.com/dbqueue/dbq/dialect"
 	"github.com/dbqueue/dbq/metrics"
 	"github.com/dbqueue/dbq/queue"
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,26 +17,150 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// workOptions are dbq work's flags.
+type workOptions struct {
+	name            string
+	concurrency     int
+	lease           time.Duration
+	shutdownTimeout time.Duration
+	poll            time.Duration
+	metricsAddr     string
+	noWakeups       bool
+	scheduleFile    string
+	kindRoutes      []string
+	noActivity      bool
+	exitWhenEmpty   bool
+	waitForDB       time.Duration
+	ledger          *ledgerOptions
+}
+
 func workCmd(g *globals) *cobra.Command {
-	var (
-		name            string
-		concurrency     int
-		lease           time.Duration
-		shutdownTimeout time.Duration
-		poll            time.Duration
-		metricsAddr     string
-		noWakeups       bool
-		scheduleFile    string
-		kindRoutes      []string
-		noActivity      bool
-		exitWhenEmpty   bool
-		waitForDB       time.Duration
-		ledger          *ledgerOptions
-	)
+	o := &workOptions{}
 	cmd := &cobra.Command{
 		Use:   "work --queue Q [--kind KIND=CMD]... [flags] [-- command [args...]]",
 		Short: "Run a command per job, payload on stdin; exit 0 completes the job, anything else retries it",
-		Long: `work claims jobs from a queue and runs the command once per job, with the
+		Long:  workLong,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.ledger.table != "" {
+				return cobra.NoArgs(cmd, args)
+			}
+			if len(o.kindRoutes) > 0 {
+				return nil
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, g, args) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.name, "queue", "q", "default", "queue to work")
+	f.IntVarP(&o.concurrency, "concurrency", "c", 10, "commands run at once")
+	f.DurationVar(&o.lease, "lease", queue.DefaultLease, "lease per claim, renewed while the command runs (lease-based claimers)")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long running commands may finish")
+	f.DurationVar(&o.poll, "poll", time.Second, "pause after a claim that found fewer jobs than free slots")
+	f.StringVar(&o.metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090")
+	f.BoolVar(&o.noWakeups, "no-wakeups", false, "only poll, even where the database can wake idle workers (PostgreSQL LISTEN/NOTIFY)")
+	f.StringVar(&o.scheduleFile, "schedule", "", "also run the schedules of this crontab-like file (see dbq schedule --help)")
+	f.StringArrayVar(&o.kindRoutes, "kind", nil, "KIND=CMD: run CMD (split at spaces) for jobs of KIND; repeatable")
+	f.DurationVar(&o.waitForDB, "wait-for-db", time.Minute, "at start, keep trying this long while the database does not answer yet (0: fail at once)")
+	f.BoolVar(&o.noActivity, "no-activity", false, "keep no process row and write no per-minute counts (the dashboard's Workers page and charts)")
+	f.BoolVar(&o.exitWhenEmpty, "exit-when-empty", false, "exit 0 once a claim finds no job due and none of this process's is running (later jobs stay)")
+	o.ledger = addLedgerFlags(f)
+	return cmd
+}
+
+// run is dbq work: it opens the queue, starts what the flags ask for
+// beside the Worker (metrics, activity, schedules) and runs the Worker
+// until the command's context ends or a second signal stops it at once.
+func (o *workOptions) run(cmd *cobra.Command, g *globals, args []string) error {
+	if err := checkWorkFlags(o.concurrency, o.lease, o.shutdownTimeout, o.poll); err != nil {
+		return err
+	}
+	routes, err := parseKindRoutes(o.kindRoutes)
+	if err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		if err := resolveCommand("the command after --", args[0]); err != nil {
+			return err
+		}
+	}
+	cfg := g.config()
+	cfg.Lease = o.lease
+	if o.waitForDB < 0 {
+		return fmt.Errorf("%w: --wait-for-db %v < 0", queue.ErrInvalidConfig, o.waitForDB)
+	}
+	q, err := g.openWait(cmd.Context(), cfg, o.waitForDB)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	wcfg := queue.WorkerConfig{
+		Queue: o.name, Concurrency: o.concurrency, ShutdownTimeout: o.shutdownTimeout,
+		PollInterval: o.poll, Logger: cfg.Logger, DisableWakeups: o.noWakeups, ExitWhenEmpty: o.exitWhenEmpty,
+	}
+	if o.metricsAddr != "" {
+		hooks, addr, stop, err := serveMetrics(q, o.metricsAddr, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		// Served until the worker has drained, so a scrape can
+		// watch the drain.
+		defer stop()
+		wcfg.Hooks = hooks
+		fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: metrics on http://%s/metrics\n", addr)
+	}
+	if !o.noActivity {
+		act, stop, err := runActivity(cmd.Context(), q, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		// Stopped after the worker has drained: its last counts
+		// are flushed, then the process row removed.
+		defer stop()
+		wcfg.Activity = act
+	}
+	var h queue.Handler
+	if o.ledger.table != "" {
+		l, err := o.ledger.open(cmd.Context(), g.dsn, g.schema, o.waitForDB, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		h = l.handle
+	} else {
+		g.forceHandled.Store(true)
+		h = routeKinds(routes, args, jobEnv(), g.force, cfg.Logger)
+	}
+	w, err := queue.NewWorker(q, h, wcfg)
+	if err != nil {
+		return err
+	}
+	if o.scheduleFile != "" {
+		stop, err := runSchedules(cmd.Context(), q, o.scheduleFile, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	// A second signal ends the grace period at once: the running
+	// commands are killed and their jobs released.
+	ran := make(chan struct{})
+	defer close(ran)
+	go func() {
+		select {
+		case <-g.force:
+			w.StopNow()
+		case <-ran:
+		}
+	}()
+	err = w.Run(cmd.Context())
+	st := w.Stats()
+	fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: %d completed, %d retried (%d dead), %d snoozed, %d released, %d leases lost\n",
+		st.Completed, st.Retried, st.Dead, st.Snoozed, st.Released, st.LeasesLost)
+	return err
+}
+
+const workLong = `work claims jobs from a queue and runs the command once per job, with the
 payload on stdin and DBQ_JOB_ID, DBQ_JOB_QUEUE, DBQ_JOB_KIND and
 DBQ_JOB_ATTEMPT in the environment ($DBQ_DSN, if set, with its password masked). Exit status 0
 completes the job; any other status retries it with exponential backoff,
@@ -103,181 +218,7 @@ warning.
 due and none of this process's is running, work stops as on SIGINT (with
 nothing left to finish). Jobs scheduled for later stay, retries waiting out
 their backoff among them, and so does a paused queue's backlog. For a cron
-or batch step that works off what is due and ends.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if ledger.table != "" {
-				return cobra.NoArgs(cmd, args)
-			}
-			if len(kindRoutes) > 0 {
-				return nil
-			}
-			return cobra.MinimumNArgs(1)(cmd, args)
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkWorkFlags(concurrency, lease, shutdownTimeout, poll); err != nil {
-				return err
-			}
-			routes, err := parseKindRoutes(kindRoutes)
-			if err != nil {
-				return err
-			}
-			if len(args) > 0 {
-				if err := resolveCommand("the command after --", args[0]); err != nil {
-					return err
-				}
-			}
-			cfg := g.config()
-			cfg.Lease = lease
-			if waitForDB < 0 {
-				return fmt.Errorf("%w: --wait-for-db %v < 0", queue.ErrInvalidConfig, waitForDB)
-			}
-			q, err := g.openWait(cmd.Context(), cfg, waitForDB)
-			if err != nil {
-				return err
-			}
-			defer q.Close()
-			wcfg := queue.WorkerConfig{
-				Queue: name, Concurrency: concurrency, ShutdownTimeout: shutdownTimeout,
-				PollInterval: poll, Logger: cfg.Logger, DisableWakeups: noWakeups, ExitWhenEmpty: exitWhenEmpty,
-			}
-			if metricsAddr != "" {
-				hooks, addr, stop, err := serveMetrics(q, metricsAddr, cfg.Logger)
-				if err != nil {
-					return err
-				}
-				// Served until the worker has drained, so a scrape can
-				// watch the drain.
-				defer stop()
-				wcfg.Hooks = hooks
-				fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: metrics on http://%s/metrics\n", addr)
-			}
-			if !noActivity {
-				act, stop, err := runActivity(cmd.Context(), q, cfg.Logger)
-				if err != nil {
-					return err
-				}
-				// Stopped after the worker has drained: its last counts
-				// are flushed, then the process row removed.
-				defer stop()
-				wcfg.Activity = act
-			}
-			var h queue.Handler
-			if ledger.table != "" {
-				l, err := ledger.open(cmd.Context(), g.dsn, g.schema, waitForDB, cfg.Logger)
-				if err != nil {
-					return err
-				}
-				defer l.Close()
-				h = l.handle
-			} else {
-				g.forceHandled.Store(true)
-				h = routeKinds(routes, args, jobEnv(), g.force, cfg.Logger)
-			}
-			w, err := queue.NewWorker(q, h, wcfg)
-			if err != nil {
-				return err
-			}
-			if scheduleFile != "" {
-				stop, err := runSchedules(cmd.Context(), q, scheduleFile, cfg.Logger)
-				if err != nil {
-					return err
-				}
-				defer stop()
-			}
-			// A second signal ends the grace period at once: the running
-			// commands are killed and their jobs released.
-			ran := make(chan struct{})
-			defer close(ran)
-			go func() {
-				select {
-				case <-g.force:
-					w.StopNow()
-				case <-ran:
-				}
-			}()
-			err = w.Run(cmd.Context())
-			st := w.Stats()
-			fmt.Fprintf(cmd.ErrOrStderr(), "dbq work: %d completed, %d retried (%d dead), %d snoozed, %d released, %d leases lost\n",
-				st.Completed, st.Retried, st.Dead, st.Snoozed, st.Released, st.LeasesLost)
-			return err
-		},
-	}
-	f := cmd.Flags()
-	f.StringVarP(&name, "queue", "q", "default", "queue to work")
-	f.IntVarP(&concurrency, "concurrency", "c", 10, "commands run at once")
-	f.DurationVar(&lease, "lease", queue.DefaultLease, "lease per claim, renewed while the command runs (lease-based claimers)")
-	f.DurationVar(&shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long running commands may finish")
-	f.DurationVar(&poll, "poll", time.Second, "pause after a claim that found fewer jobs than free slots")
-	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. :9090")
-	f.BoolVar(&noWakeups, "no-wakeups", false, "only poll, even where the database can wake idle workers (PostgreSQL LISTEN/NOTIFY)")
-	f.StringVar(&scheduleFile, "schedule", "", "also run the schedules of this crontab-like file (see dbq schedule --help)")
-	f.StringArrayVar(&kindRoutes, "kind", nil, "KIND=CMD: run CMD (split at spaces) for jobs of KIND; repeatable")
-	f.DurationVar(&waitForDB, "wait-for-db", time.Minute, "at start, keep trying this long while the database does not answer yet (0: fail at once)")
-	f.BoolVar(&noActivity, "no-activity", false, "keep no process row and write no per-minute counts (the dashboard's Workers page and charts)")
-	f.BoolVar(&exitWhenEmpty, "exit-when-empty", false, "exit 0 once a claim finds no job due and none of this process's is running (later jobs stay)")
-	ledger = addLedgerFlags(f)
-	return cmd
-}
-
-// parseKindRoutes reads --kind KIND=CMD flags into kind → argv. A kind
-// holds no "=" (queue.ValidateKind), so the first one ends it. Each
-// command must resolve now (exec.LookPath): a route to a missing program
-// refuses to start rather than fail every job of its kind.
-func parseKindRoutes(flags []string) (map[string][]string, error) {
-	routes := make(map[string][]string, len(flags))
-	for _, r := range flags {
-		kind, command, ok := strings.Cut(r, "=")
-		argv := strings.Fields(command)
-		if !ok || len(argv) == 0 {
-			return nil, fmt.Errorf("%w: --kind %q: want KIND=COMMAND", queue.ErrInvalidConfig, r)
-		}
-		if err := queue.ValidateKind(kind); err != nil {
-			return nil, fmt.Errorf("--kind %q: %w", r, err)
-		}
-		if _, dup := routes[kind]; dup {
-			return nil, fmt.Errorf("%w: --kind %s given twice", queue.ErrInvalidConfig, kind)
-		}
-		if err := resolveCommand("--kind "+kind, argv[0]); err != nil {
-			return nil, err
-		}
-		routes[kind] = argv
-	}
-	return routes, nil
-}
-
-// resolveCommand checks at start that name, the program of what (a flag
-// or "the command after --"), can be run.
-func resolveCommand(what, name string) error {
-	if _, err := exec.LookPath(name); err != nil {
-		return fmt.Errorf("%w: %s: command %q cannot be run: %w", queue.ErrInvalidConfig, what, name, err)
-	}
-	return nil
-}
-
-// routeKinds returns the handler that runs each job's command: its kind's
-// route, else the default argv; with neither, the job fails with
-// queue.ErrUnknownKind and is retried, never run by the wrong command.
-func routeKinds(routes map[string][]string, argv, env []string, force <-chan struct{}, log *slog.Logger) queue.Handler {
-	handlers := make(map[string]queue.Handler, len(routes))
-	for kind, a := range routes {
-		handlers[kind] = commandHandler(a, env, force)
-	}
-	var fallback queue.Handler
-	if len(argv) > 0 {
-		fallback = commandHandler(argv, env, force)
-	}
-	return func(ctx context.Context, j *queue.Job) error {
-		if h, ok := handlers[j.Kind]; ok {
-			return h(ctx, j)
-		}
-		if fallback != nil {
-			return fallback(ctx, j)
-		}
-		log.Warn("dbq: no --kind route for the job's kind; it will be retried",
-			"kind", j.Kind, "queue", j.Queue, "id", j.ID, "attempt", j.Attempt+1, "max_attempts", j.MaxAttempts)
-		return fmt.Errorf("%w: kind %q (routes: --kind)", queue.ErrUnknownKind, j.Kind)
-	}
-}
+or batch step that works off what is due and ends.`
 
 // runActivity starts the process's Activity: its row in the processes
 // table and its per-minute counts. stop ends it, flushing once more and
@@ -363,195 +304,3 @@ func serveMetrics(q *queue.Queue, addr string, log *slog.Logger) (*metrics.Hooks
 	}
 	return hooks, ln.Addr().String(), stop, nil
 }
-
-// killDelay is how long a job's command has between SIGTERM to its
-// process group and SIGKILL.
-const killDelay = 5 * time.Second
-
-// stderrTail is how much of the end of a command's stderr a run keeps,
-// for the job's last error when it fails.
-const stderrTail = queue.MaxErrorBytes
-
-// jobProc is a job's running command (startJob).
-type jobProc interface {
-	// stop sends SIGTERM to the command's process group, and SIGKILL to
-	// all it started killDelay later.
-	stop()
-	// kill sends SIGKILL to the command and all it started, now.
-	kill()
-	// wait waits for the command's end: nil for exit status 0, an
-	// *exitError for any other status.
-	wait() error
-}
-
-// exitError is a job command's end with a status other than 0, worded as
-// os.ProcessState words it ("exit status 3", "signal: killed").
-type exitError struct{ msg string }
-
-func (e *exitError) Error() string { return e.msg }
-
-// commandHandler runs argv per job with the payload on stdin, in a process
-// group of its own under a supervisor (startJob): a terminal's Ctrl-C
-// reaches dbq, which drains, and not the commands, which would die
-// mid-job and spend an attempt each. When the job's context ends
-// (shutdown timeout, lease lost) the group gets SIGTERM, then SIGKILL
-// after killDelay; when force closes (a second Ctrl-C, on which the worker
-// is stopped at once: Worker.StopNow), SIGKILL at once, and the job goes
-// back with no attempt spent. Whatever the command leaves running is
-// killed when it exits, and should dbq die, the supervisor ends the
-// command's tree just the same, so no job's processes outlive its run.
-// stdout and stderr pass through as they come; only the last stderrTail
-// bytes of stderr are kept, for the job's last error.
-func commandHandler(argv, env []string, force <-chan struct{}) queue.Handler {
-	return func(ctx context.Context, j *queue.Job) error {
-		path, err := exec.LookPath(argv[0])
-		if err != nil {
-			return fmt.Errorf("%s: %w", argv[0], err)
-		}
-		env := append(env[:len(env):len(env)],
-			"DBQ_JOB_ID="+strconv.FormatInt(j.ID, 10),
-			"DBQ_JOB_QUEUE="+j.Queue,
-			"DBQ_JOB_KIND="+j.Kind,
-			"DBQ_JOB_ATTEMPT="+strconv.Itoa(j.Attempt),
-		)
-		// A pipe of our own rather than exec's: exec would wait for every
-		// holder of its write end, which a process that left the group
-		// may keep forever.
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			return err
-		}
-		p, err := startJob(path, argv, env, bytes.NewReader(j.Payload), pw)
-		pw.Close()
-		if err != nil {
-			pr.Close()
-			return fmt.Errorf("%s: %w", argv[0], err)
-		}
-		defer pr.Close()
-		stderr := &tail{max: stderrTail}
-		copied := make(chan struct{})
-		go func() {
-			defer close(copied)
-			passThrough(os.Stderr, stderr, pr)
-		}()
-
-		exited := make(chan struct{})
-		var wasForced atomic.Bool
-		go func() {
-			select {
-			case <-exited:
-				return
-			case <-ctx.Done():
-				p.stop()
-			case <-force:
-				wasForced.Store(true)
-				p.kill()
-				return
-			}
-			select {
-			case <-exited:
-			case <-force:
-				wasForced.Store(true)
-				p.kill()
-			}
-		}()
-		err = p.wait()
-		close(exited)
-		select {
-		case <-copied:
-		case <-time.After(killDelay): // a process that escaped holds stderr
-			pr.Close()
-			<-copied
-		}
-		if err == nil {
-			return nil
-		}
-		if wasForced.Load() {
-			// Force is followed by Worker.StopNow, which ends the job's
-			// context; a run whose context ended is released, so wait for
-			// it rather than have the kill count as a failure.
-			<-ctx.Done()
-			return fmt.Errorf("%s: stopped by a second interrupt: %w", argv[0], err)
-		}
-		var exit *exitError
-		if msg := bytes.TrimSpace(stderr.Bytes()); errors.As(err, &exit) && len(msg) > 0 {
-			head := fmt.Sprintf("%s: %v: ", argv[0], err)
-			return errors.New(head + lastBytes(string(msg), queue.MaxErrorBytes-len(head)))
-		}
-		return fmt.Errorf("%s: %w", argv[0], err)
-	}
-}
-
-// lastBytes returns the end of s, made valid UTF-8, in at most n bytes,
-// cut on a character boundary: the job's last error keeps the start of a
-// longer message, and what a command printed last matters most.
-func lastBytes(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	s = s[len(s)-max(n, 0):]
-	for len(s) > 0 && !utf8.RuneStart(s[0]) {
-		s = s[1:]
-	}
-	return s
-}
-
-// passThrough copies r to w as it comes, and into t. A failing w (a closed
-// stderr) neither stops the copy nor blocks the command.
-func passThrough(w io.Writer, t *tail, r io.Reader) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			_, _ = w.Write(buf[:n])
-			_, _ = t.Write(buf[:n])
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// jobEnv is the environment of job commands: dbq's own, with the password
-// masked in DBQ_DSN. A job has no business with dbq's credentials, and a
-// masked DSN fails loudly where an absent one would fall back to
-// sqlite:dbq.db.
-func jobEnv() []string {
-	env := os.Environ()
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if dsn, ok := strings.CutPrefix(kv, "DBQ_DSN="); ok {
-			kv = "DBQ_DSN=" + dialect.Redact(dsn)
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
-// tail keeps the last max bytes written to it, in at most max bytes of
-// memory, however much is written and however (it has no ReadFrom, so
-// io.Copy goes through Write).
-type tail struct {
-	buf []byte
-	max int
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	n := len(p)
-	if t.buf == nil {
-		t.buf = make([]byte, 0, t.max)
-	}
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return n, nil
-	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.buf = t.buf[:copy(t.buf, t.buf[over:])]
-	}
-	t.buf = append(t.buf, p...)
-	return n, nil
-}
-
-// Bytes returns what t holds, oldest first.
-func (t *tail) Bytes() []byte { return t.buf }
