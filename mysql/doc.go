@@ -346,11 +346,13 @@
 // (docs/scale-out.md has the figures). Tested on a 3-node MariaDB 10.11
 // cluster by make test-galera, with nodes killed and cut off.
 //
-// TiDB (a VERSION() containing "TiDB") is recognised as [TiDB] and not yet
-// tested here. Its SKIP LOCKED locks nothing, which the claim does not
-// depend on (see "Trust the claim, not the path"); it refuses READ
-// UNCOMMITTED (error 8048), so there the claimer's session reads its
-// candidates in READ COMMITTED.
+// TiDB (a VERSION() containing "TiDB") is recognised as [TiDB]; tested on
+// TiDB 8.5.3 by make test-tidb (the whole package) and make test-tidb-short
+// (the conformance suite and tidb_test.go). Its SKIP LOCKED locks nothing,
+// which the claim does not depend on (see "Trust the claim, not the
+// path"); it refuses READ UNCOMMITTED (error 8048), so there the claimer's
+// session reads its candidates in READ COMMITTED; an optimistic
+// transaction's write conflict (9007) is retried.
 //
 // # Connections
 //
