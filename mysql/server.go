@@ -113,7 +113,7 @@ func (s Server) check() error {
 	case MariaDB:
 		ok = s.AtLeast(10, 6, 0)
 	case TiDB:
-		ok = s.AtLeast(6, 0, 0) // not run here yet: no older TiDB considered
+		ok = s.AtLeast(6, 0, 0) // run here on 8.5.3 only; no older TiDB considered
 	}
 	if !ok {
 		return fmt.Errorf("%w: found %s (%s)", ErrUnsupportedServer, s, s.Version)

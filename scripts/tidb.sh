@@ -6,12 +6,26 @@
 #                        answers, make sure database `test` exists
 #   scripts/tidb down    stop it and remove its data directory
 #   scripts/tidb status  say whether it is running
+#   scripts/tidb server  print the tidb-server binary `up` would run
+#                        (unpacking the shared one into the cache if need be)
 #
-# TiDB is not shipped with dbq: point TIDB_SERVER at a tidb-server binary, or
-# put one on PATH.
+# TiDB is not shipped with dbq. `up` runs, in this order: TIDB_SERVER; else
+# the packed binary DBQ_TIDB_XZ (default: tidb-server-v8.5.3.xz in
+# DBQ_SHARED_BIN), unpacked once into
+# ${XDG_CACHE_HOME:-~/.cache}/dbq/tidb/<sha256 of the binary>/tidb-server
+# after checking the packed file's sha256 (DBQ_TIDB_XZ.sha256 beside it) and
+# the unpacked one's (tidb-server-v8.5.3.sha256-unpacked beside it), both
+# checked again on every use; else `tidb-server` from PATH. When none is
+# there, `up` and `server` say why and exit 3 (callers treat 3 as "skip");
+# a checksum that does not match is an error (exit 1).
 #
 # Environment (all optional):
-#   TIDB_SERVER       tidb-server binary (default: `tidb-server` from PATH)
+#   TIDB_SERVER       tidb-server binary
+#   DBQ_SHARED_BIN    folder of shared test binaries (default: ../shared/bin
+#                     beside this checkout, or beside the main checkout when
+#                     this is a git worktree)
+#   DBQ_TIDB_XZ       packed binary (default $DBQ_SHARED_BIN/tidb-server-v8.5.3.xz)
+#   TIDB_CACHE        where it is unpacked (default ${XDG_CACHE_HOME:-~/.cache}/dbq/tidb)
 #   TIDB_HOST         listen address        (default 127.0.0.1)
 #   TIDB_PORT         MySQL protocol port   (default 4000)
 #   TIDB_STATUS_PORT  HTTP status port      (default 10080)
@@ -33,13 +47,83 @@ STATE="$TMPROOT/dbq-tidb-$TIDB_PORT.state"
 die() { echo "scripts/tidb: $*" >&2; exit 1; }
 say() { echo "scripts/tidb: $*"; }
 
+# SKIP: the exit status of `up` and `server` when there is no binary to run.
+SKIP=3
+
+# shared_bin: print the folder of shared test binaries.
+shared_bin() {
+	if [[ -n ${DBQ_SHARED_BIN:-} ]]; then
+		printf '%s\n' "$DBQ_SHARED_BIN"
+		return
+	fi
+	local repo common
+	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	if [[ ! -d $repo/../shared/bin ]] &&
+		common=$(git -C "$repo" rev-parse --path-format=absolute --git-common-dir 2>/dev/null) &&
+		[[ -d $common/../../shared/bin ]]; then
+		repo=$(cd "$common/.." && pwd) # a worktree: beside the main checkout
+	fi
+	printf '%s\n' "$(cd "$repo/.." && pwd)/shared/bin"
+}
+
+# sha_of FILE: print FILE's sha256.
+sha_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+# want_sha FILE: print the sha256 that FILE names first (a sha256sum line or
+# the bare sum), or fail.
+want_sha() {
+	local sum
+	[[ -r $1 ]] || return 1
+	read -r sum _ <"$1" || true
+	[[ $sum =~ ^[0-9a-f]{64}$ ]] || return 1
+	printf '%s\n' "$sum"
+}
+
+# unpacked: print the cached, checked tidb-server unpacked from DBQ_TIDB_XZ,
+# unpacking it first if need be. Exits SKIP when the packed file is absent.
+unpacked() {
+	local xz=${DBQ_TIDB_XZ:-$(shared_bin)/tidb-server-v8.5.3.xz}
+	if [[ ! -f $xz ]]; then
+		echo "scripts/tidb: no tidb-server: TIDB_SERVER is not set and there is no $xz (set DBQ_SHARED_BIN or DBQ_TIDB_XZ) nor tidb-server on PATH" >&2
+		exit $SKIP
+	fi
+	local packed binsum
+	packed=$(want_sha "$xz.sha256") || die "$xz.sha256 is missing or holds no sha256"
+	binsum=$(want_sha "${xz%.xz}.sha256-unpacked") || die "${xz%.xz}.sha256-unpacked is missing or holds no sha256"
+	local dir=${TIDB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dbq/tidb}/$binsum
+	local bin=$dir/tidb-server
+	if [[ -x $bin ]]; then
+		[[ $(sha_of "$bin") == "$binsum" ]] ||
+			die "$bin does not have the sha256 $binsum; remove $dir and run again"
+		printf '%s\n' "$bin"
+		return
+	fi
+	[[ $(sha_of "$xz") == "$packed" ]] || die "$xz does not have the sha256 in $xz.sha256 ($packed)"
+	mkdir -p "$dir"
+	local tmp
+	tmp=$(mktemp "$dir/tidb-server.XXXXXX")
+	if ! xz -dc "$xz" >"$tmp"; then
+		rm -f "$tmp"
+		die "cannot unpack $xz"
+	fi
+	if [[ $(sha_of "$tmp") != "$binsum" ]]; then
+		rm -f "$tmp"
+		die "$xz unpacks to a file whose sha256 is not $binsum"
+	fi
+	chmod 0755 "$tmp"
+	mv -f "$tmp" "$bin" # atomic: a concurrent unpack finds a whole file or none
+	echo "scripts/tidb: unpacked $xz into $bin" >&2
+	printf '%s\n' "$bin"
+}
+
 find_server() {
 	local bin=${TIDB_SERVER:-}
 	if [[ -n $bin ]]; then
 		[[ -x $bin && ! -d $bin ]] || die "TIDB_SERVER=$bin is not an executable file"
+	elif [[ -f ${DBQ_TIDB_XZ:-$(shared_bin)/tidb-server-v8.5.3.xz} ]] || ! command -v tidb-server >/dev/null 2>&1; then
+		bin=$(unpacked) || exit $?
 	else
-		bin=$(command -v tidb-server 2>/dev/null) ||
-			die "no tidb-server binary found: set TIDB_SERVER=/path/to/tidb-server or put tidb-server on PATH"
+		bin=$(command -v tidb-server)
 	fi
 	printf '%s\n' "$bin"
 }
@@ -80,7 +164,7 @@ sql() {
 
 up() {
 	local bin dir pid i
-	bin=$(find_server)
+	bin=$(find_server) || exit $?
 	if pid=$(our_pid); then
 		say "already running (pid $pid) on $TIDB_HOST:$TIDB_PORT, data in $(<"$STATE")"
 		return 0
@@ -179,5 +263,6 @@ case ${1:-} in
 up) up ;;
 down) down ;;
 status) status ;;
-*) die "usage: $0 up|down|status" ;;
+server) find_server ;;
+*) die "usage: $0 up|down|status|server" ;;
 esac
