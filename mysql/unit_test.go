@@ -409,3 +409,14 @@ func TestDSNForms(t *testing.T) {
 		t.Errorf("nil db: %v", err)
 	}
 }
+
+// A failed claim COMMIT says so once: "dbq: mysql: claim commit: …", not
+// the step twice.
+func TestCommitErrorNamesTheStepOnce(t *testing.T) {
+	d := &Driver{}
+	d.stmts, _ = newStatements(dialect.Names{}, 5)
+	err := error(&commitError{d.classify("claim commit", &mysqldrv.MySQLError{Number: 9007, Message: "Write conflict"})})
+	if msg := err.Error(); strings.Count(msg, "claim commit") != 1 || !strings.HasPrefix(msg, "dbq: ") || strings.Count(msg, "dbq:") != 1 {
+		t.Errorf("commit error reads %q, want the step named once after one dbq: prefix", msg)
+	}
+}
