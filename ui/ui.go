@@ -3,12 +3,8 @@ package ui
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
@@ -16,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -209,105 +204,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r2.URL.Path = path
 	r2.URL.RawPath = ""
 	h.mux.ServeHTTP(w, r2)
-}
-
-// allowedHost reports whether a request naming hostport in its Host
-// header may be served.
-func (h *handler) allowedHost(hostport string) bool {
-	if h.anyHost {
-		return true
-	}
-	host := hostport
-	if hp, _, err := net.SplitHostPort(hostport); err == nil {
-		host = hp
-	}
-	host = normalHost(host)
-	return h.hosts[host] || IsLoopbackHost(host)
-}
-
-// IsLoopbackHost reports whether host (no port) is "localhost" or a
-// loopback address: a name no one else's DNS can point at this machine.
-func IsLoopbackHost(host string) bool {
-	host = normalHost(host)
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// normalHost lowercases host and drops a trailing dot and IPv6 brackets.
-func normalHost(host string) string {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
-		host = host[1 : len(host)-1]
-	}
-	return host
-}
-
-// The CSRF token is an HMAC of a random value kept in a SameSite=Strict
-// cookie: a page of another site can neither read the cookie nor the
-// token, and a token stolen from one browser is no use without its cookie.
-const (
-	csrfCookie  = "dbq_csrf"
-	flashCookie = "dbq_flash"
-	csrfField   = "csrf"
-)
-
-func (h *handler) sign(kind, v string) string {
-	m := hmac.New(sha256.New, h.secret)
-	m.Write([]byte(kind + "\x00" + v))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-func (h *handler) cookiePath() string { return h.opts.Prefix + "/" }
-
-// csrfToken returns the token for r's forms, setting the cookie it is
-// bound to when r has none.
-func (h *handler) csrfToken(w http.ResponseWriter, r *http.Request) string {
-	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 {
-		return h.sign("csrf", c.Value)
-	}
-	b := make([]byte, 24)
-	rand.Read(b)
-	v := base64.RawURLEncoding.EncodeToString(b)
-	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: h.cookiePath(), HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	return h.sign("csrf", v)
-}
-
-func (h *handler) validToken(r *http.Request) bool {
-	c, err := r.Cookie(csrfCookie)
-	if err != nil || len(c.Value) < 32 {
-		return false
-	}
-	got := r.PostFormValue(csrfField)
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.sign("csrf", c.Value))) == 1
-}
-
-// setFlash leaves msg for the next page the browser shows.
-func (h *handler) setFlash(w http.ResponseWriter, r *http.Request, msg string) {
-	v := base64.RawURLEncoding.EncodeToString([]byte(msg))
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: v + "." + h.sign("flash", v), Path: h.cookiePath(),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: 60})
-}
-
-// takeFlash returns the message setFlash left, if it is ours, and clears it.
-func (h *handler) takeFlash(w http.ResponseWriter, r *http.Request) string {
-	c, err := r.Cookie(flashCookie)
-	if err != nil {
-		return ""
-	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Path: h.cookiePath(), MaxAge: -1})
-	v, sig, _ := strings.Cut(c.Value, ".")
-	if subtle.ConstantTimeCompare([]byte(sig), []byte(h.sign("flash", v))) != 1 {
-		return ""
-	}
-	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil {
-		return ""
-	}
-	return string(b)
 }
 
 // page is what every template gets.
@@ -553,94 +449,4 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.render(w, r, "job", fmt.Sprintf("Job %d", id), jobPage{Job: j, Payload: viewPayload(j.Payload), Now: time.Now()})
-}
-
-// formID returns the job id posted in r, or 0.
-func formID(r *http.Request) int64 {
-	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
-	if err != nil || id < 1 {
-		return 0
-	}
-	return id
-}
-
-// back redirects to the Job page of id, or to the Queues page when id is 0,
-// leaving msg to show there.
-func (h *handler) back(w http.ResponseWriter, r *http.Request, id int64, msg string) {
-	to := "/"
-	if id > 0 {
-		to = "/jobs/" + strconv.FormatInt(id, 10)
-	}
-	h.backTo(w, r, to, msg)
-}
-
-// backTo redirects to path (under the prefix), leaving msg to show there.
-func (h *handler) backTo(w http.ResponseWriter, r *http.Request, path, msg string) {
-	h.setFlash(w, r, msg)
-	http.Redirect(w, r, h.opts.Prefix+path, http.StatusSeeOther)
-}
-
-// retry revives one dead job (id and queue posted) or every dead job of a
-// queue (queue alone).
-func (h *handler) retry(w http.ResponseWriter, r *http.Request) {
-	name, id := r.PostFormValue("queue"), formID(r)
-	var ids []int64
-	if id > 0 {
-		ids = []int64{id}
-	} else if r.PostFormValue("id") != "" {
-		h.fail(w, r, fmt.Errorf("%w: bad job id", errBadRequest))
-		return
-	}
-	done, err := h.q.RetryDead(r.Context(), name, ids...)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	switch {
-	case id > 0 && len(done) == 1:
-		h.back(w, r, id, fmt.Sprintf("Job %d is ready to run again.", id))
-	case id > 0:
-		h.back(w, r, id, fmt.Sprintf("Job %d was not retried: it is not dead in queue %s.", id, name))
-	default:
-		h.back(w, r, 0, fmt.Sprintf("Queue %s: %d dead jobs are ready to run again.", name, len(done)))
-	}
-}
-
-func (h *handler) cancel(w http.ResponseWriter, r *http.Request) {
-	id := formID(r)
-	if id == 0 {
-		h.fail(w, r, fmt.Errorf("%w: bad job id", errBadRequest))
-		return
-	}
-	done, err := h.q.Cancel(r.Context(), id)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	if len(done) == 0 {
-		h.back(w, r, id, fmt.Sprintf("Job %d was not cancelled: a worker holds it, or it is gone.", id))
-		return
-	}
-	h.backTo(w, r, "/jobs?queue="+url.QueryEscape(r.PostFormValue("queue")), fmt.Sprintf("Job %d cancelled (deleted).", id))
-}
-
-func (h *handler) pause(paused bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		name := r.PostFormValue("queue")
-		var err error
-		if paused {
-			err = h.q.Pause(r.Context(), name)
-		} else {
-			err = h.q.Resume(r.Context(), name)
-		}
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		if paused {
-			h.back(w, r, 0, fmt.Sprintf("Queue %s is paused: workers claim none of its jobs.", name))
-		} else {
-			h.back(w, r, 0, fmt.Sprintf("Queue %s is running again.", name))
-		}
-	}
 }
