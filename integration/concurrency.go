@@ -100,6 +100,16 @@ func testExactlyOnce(t *testing.T, s *suite) {
 		t.Fatal(err)
 	}
 	elapsed := time.Since(start)
+	dups := checkLedger(t, ledger, enqueued, total)
+	wantCounts(t, q, "once", 0, 0, 0, 0)
+	t.Logf("%s: %d jobs, %d producers, %d claimers, %d duplicates, %v (%.0f jobs/s)",
+		s.h.Dialect, total, producers, claimers, dups, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
+}
+
+// checkLedger fails t for each job of ledger run other than once or never
+// enqueued, and unless total ran; it returns the count of duplicates.
+func checkLedger(t *testing.T, ledger map[int64]int, enqueued map[int64]bool, total int) int {
+	t.Helper()
 	dups := 0
 	for id, n := range ledger {
 		if n != 1 {
@@ -113,9 +123,7 @@ func testExactlyOnce(t *testing.T, s *suite) {
 	if len(ledger) != total || len(enqueued) != total {
 		t.Fatalf("ledger has %d jobs, %d enqueued, want %d", len(ledger), len(enqueued), total)
 	}
-	wantCounts(t, q, "once", 0, 0, 0, 0)
-	t.Logf("%s: %d jobs, %d producers, %d claimers, %d duplicates, %v (%.0f jobs/s)",
-		s.h.Dialect, total, producers, claimers, dups, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds())
+	return dups
 }
 
 // HoldsExactlyItsLocks: after claims, partial completions, releases and

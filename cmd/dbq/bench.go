@@ -23,41 +23,15 @@ func benchCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure enqueue, drain, claim-and-complete latency, pickup and steady state against raw SQL",
-		Long: `bench measures the queue in --dsn, each figure beside its raw-SQL floor (the same
-database work as the plainest SQL loop): enqueue, drain of N pre-filled jobs per
-worker count and claim strategy, the latency of claiming and completing one job
-by table depth (the floor: one DELETE of a ready row), pickup latency on
-an idle queue, and steady-state throughput. It works on tables of its own
-(a unique prefix) and drops them afterwards. --quick is a small smoke run.`,
-		Args: cobra.NoArgs,
+		Long:  benchLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkBenchFlags(cmd, cfg); err != nil {
 				return err
 			}
 			c := cfg
 			if quick {
-				q := bench.Quick()
-				// Flags given explicitly still win over --quick.
-				f := cmd.Flags()
-				if !f.Changed("n") {
-					c.N = q.N
-				}
-				if !f.Changed("workers") {
-					c.Workers = q.Workers
-				}
-				set := func(name string, dst *int, v int) {
-					if !f.Changed(name) {
-						*dst = v
-					}
-				}
-				set("enqueue-jobs", &c.EnqueueJobs, q.EnqueueJobs)
-				set("future", &c.DepthFuture, q.DepthFuture)
-				set("samples", &c.Samples, q.Samples)
-				set("steady-total", &c.SteadyTotal, q.SteadyTotal)
-				set("steady-window", &c.SteadyWindow, q.SteadyWindow)
-				if !f.Changed("depth") {
-					c.DepthSizes = q.DepthSizes
-				}
+				quickDefaults(cmd, &c)
 			}
 			c.Sections = sections
 			c.Schema, c.Logger = g.schema, g.logger()
@@ -118,6 +92,32 @@ an idle queue, and steady-state throughput. It works on tables of its own
 	return cmd
 }
 
+// quickDefaults sets c's counts to bench.Quick's, but for the flags given
+// explicitly, which win over --quick.
+func quickDefaults(cmd *cobra.Command, c *bench.Config) {
+	q := bench.Quick()
+	f := cmd.Flags()
+	if !f.Changed("n") {
+		c.N = q.N
+	}
+	if !f.Changed("workers") {
+		c.Workers = q.Workers
+	}
+	set := func(name string, dst *int, v int) {
+		if !f.Changed(name) {
+			*dst = v
+		}
+	}
+	set("enqueue-jobs", &c.EnqueueJobs, q.EnqueueJobs)
+	set("future", &c.DepthFuture, q.DepthFuture)
+	set("samples", &c.Samples, q.Samples)
+	set("steady-total", &c.SteadyTotal, q.SteadyTotal)
+	set("steady-window", &c.SteadyWindow, q.SteadyWindow)
+	if !f.Changed("depth") {
+		c.DepthSizes = q.DepthSizes
+	}
+}
+
 // checkBenchFlags refuses counts below 1, and batches above a Worker's
 // 1,000. An unset flag is 0, which means
 // its default; given, 0 is a mistake (--workers 0 would never drain).
@@ -173,3 +173,10 @@ func readRows(file string) ([]bench.Row, error) {
 	defer f.Close()
 	return bench.ReadJSON(f)
 }
+
+const benchLong = `bench measures the queue in --dsn, each figure beside its raw-SQL floor (the same
+database work as the plainest SQL loop): enqueue, drain of N pre-filled jobs per
+worker count and claim strategy, the latency of claiming and completing one job
+by table depth (the floor: one DELETE of a ready row), pickup latency on
+an idle queue, and steady-state throughput. It works on tables of its own
+(a unique prefix) and drops them afterwards. --quick is a small smoke run.`

@@ -29,23 +29,8 @@ func moveCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "move --from DSN --to DSN",
 		Short: "Move jobs from one database to another, live, resumable and verified",
-		Long: `Move jobs from the queue tables of --from to those of --to, in batches: each is
-locked on the source (live workers skip it), stored on the destination with a
-dedupe key naming its source job, then deleted on the source. Killed and run
-again, a move ends as one uninterrupted run would. Jobs workers hold on the
-source are left to them and moved by a later pass once released or failed.
-
-Cutover: point producers at the new database, run move --follow until the
-source is empty, then stop the old workers.
-
-At the end every moved job is read back from the destination and compared with
-the job the source held: its queue, payload bytes, priority, run_at, attempts,
-state, last error and creation time, and the destination id it was stored
-under. The end prints counts per state and a checksum on both sides (the
-source's jobs as moved, the destination's as read back), and exits non-zero
-when a moved job differs. Jobs destination workers took meanwhile are counted
-apart: held, retried or snoozed ("worked"), or completed ("gone").`,
-		Args: cobra.NoArgs,
+		Long:  moveLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if from == "" || to == "" {
@@ -268,3 +253,20 @@ func printMoveReport(w io.Writer, r *move.Report) {
 		fmt.Fprintln(w, "verified: both sides match")
 	}
 }
+
+const moveLong = `Move jobs from the queue tables of --from to those of --to, in batches: each is
+locked on the source (live workers skip it), stored on the destination with a
+dedupe key naming its source job, then deleted on the source. Killed and run
+again, a move ends as one uninterrupted run would. Jobs workers hold on the
+source are left to them and moved by a later pass once released or failed.
+
+Cutover: point producers at the new database, run move --follow until the
+source is empty, then stop the old workers.
+
+At the end every moved job is read back from the destination and compared with
+the job the source held: its queue, payload bytes, priority, run_at, attempts,
+state, last error and creation time, and the destination id it was stored
+under. The end prints counts per state and a checksum on both sides (the
+source's jobs as moved, the destination's as read back), and exits non-zero
+when a moved job differs. Jobs destination workers took meanwhile are counted
+apart: held, retried or snoozed ("worked"), or completed ("gone").`

@@ -28,29 +28,8 @@ func uiCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ui",
 		Short: "Serve the web dashboard: queues, jobs, schedules, retry, cancel, pause (loopback only unless --auth)",
-		Long: `Serve the web dashboard of the queue in --dsn: each queue's counts, the jobs
-by queue and state, one job in full (payload, attempts, last error), the
-recurring schedules, and actions: retry dead jobs, cancel a job, pause and
-resume a queue or a schedule.
-
-Without credentials the dashboard has no authentication, so it listens on
-the loopback interface only. --auth user:password (better: $DBQ_UI_AUTH,
-which the process list does not show) asks every request for those
-credentials (HTTP basic auth) and lets --listen name any address. Basic
-auth sends the password with every request: beyond this machine, serve it
-behind a TLS proxy. To use your own authentication, embed the handler
-(package github.com/dbqueue/dbq/ui) behind your middleware instead.
---read-only hides the actions.
-
-The dashboard answers only requests whose Host header names it: without
-credentials, "localhost" and loopback addresses alone, so that a web page
-whose name its owner points at 127.0.0.1 (DNS rebinding) can neither read
-the dashboard nor drive it from the browser of someone who visits it; any
-other Host gets 421. With --auth it also answers to the --listen host, or,
-listening on every interface, to this machine's addresses; --allowed-hosts
-names more (the names users type, behind a proxy the name it forwards),
-and "*" lifts the check.`,
-		Args: cobra.NoArgs,
+		Long:  uiLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if allowRemote {
 				return errors.New("--allow-remote is no more: give credentials with $DBQ_UI_AUTH=user:password (or --auth) to listen beyond loopback")
@@ -232,3 +211,26 @@ func servedAddr(listen string, addr net.Addr) string {
 	}
 	return net.JoinHostPort(host, port)
 }
+
+const uiLong = `Serve the web dashboard of the queue in --dsn: each queue's counts, the jobs
+by queue and state, one job in full (payload, attempts, last error), the
+recurring schedules, and actions: retry dead jobs, cancel a job, pause and
+resume a queue or a schedule.
+
+Without credentials the dashboard has no authentication, so it listens on
+the loopback interface only. --auth user:password (better: $DBQ_UI_AUTH,
+which the process list does not show) asks every request for those
+credentials (HTTP basic auth) and lets --listen name any address. Basic
+auth sends the password with every request: beyond this machine, serve it
+behind a TLS proxy. To use your own authentication, embed the handler
+(package github.com/dbqueue/dbq/ui) behind your middleware instead.
+--read-only hides the actions.
+
+The dashboard answers only requests whose Host header names it: without
+credentials, "localhost" and loopback addresses alone, so that a web page
+whose name its owner points at 127.0.0.1 (DNS rebinding) can neither read
+the dashboard nor drive it from the browser of someone who visits it; any
+other Host gets 421. With --auth it also answers to the --listen host, or,
+listening on every interface, to this machine's addresses; --allowed-hosts
+names more (the names users type, behind a proxy the name it forwards),
+and "*" lifts the check.`
