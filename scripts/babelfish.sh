@@ -38,7 +38,8 @@
 #                          ${XDG_CACHE_HOME:-~/.cache}/dbq/babelfish)
 #   BABELFISH_DIR          data folder, socket, logs (default ${TMPDIR:-/tmp}/dbq-babelfish)
 #   BABELFISH_PG_PORT      the PostgreSQL port (default 5433)
-#   BABELFISH_TDS_PORT     the TDS port (default 1433)
+#   BABELFISH_TDS_PORT     the TDS port (default 14330: not 1433, where the
+#                          tests look for SQL Server by default)
 #   BABELFISH_PASSWORD     the login's password (default Dbq-Passw0rd)
 #   BABELFISH_WAIT         seconds to wait for the server (default 120)
 #   BABELFISH_BUILD_DIR    where `build` works (default ${TMPDIR:-/tmp}/dbq-babelfish-build)
@@ -47,7 +48,7 @@ set -euo pipefail
 
 HOST=127.0.0.1
 PG_PORT=${BABELFISH_PG_PORT:-5433}
-TDS_PORT=${BABELFISH_TDS_PORT:-1433}
+TDS_PORT=${BABELFISH_TDS_PORT:-14330}
 PASSWORD=${BABELFISH_PASSWORD:-Dbq-Passw0rd}
 WAIT=${BABELFISH_WAIT:-120}
 DIR=${BABELFISH_DIR:-${TMPDIR:-/tmp}/dbq-babelfish}
