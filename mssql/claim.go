@@ -76,20 +76,28 @@ func (c *Claimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.
 func (c *Claimer) claimOnce(ctx context.Context, queueName string, n int) ([]*queue.Job, error) {
 	token := newToken()
 	leaseS, leaseMS := splitDuration(c.d.cfg.Lease)
-	stmt, args := c.d.sql.text(sqlClaim), []any{
+	args := []any{
 		sql.Named("n", int32(n)), sql.Named("queue", mssqldb.VarChar(queueName)), sql.Named("token", token),
 		sql.Named("lease_s", leaseS), sql.Named("lease_ms", leaseMS)}
+	name := sqlClaim
 	if c.d.cfg.Strategy == UpdLock {
-		stmt = c.d.sql.text(sqlClaimUpdLock)
+		name = sqlClaimUpdLock
 	} else {
 		args = append(args, sql.Named("window", int32(max(c.d.cfg.Window, n))))
+	}
+	stmt, err := c.d.variant(ctx, c.d.db, c.d.sql, name, name, 0)
+	if err != nil {
+		return nil, err
 	}
 	jobs, err := c.scanClaim(ctx, stmt, token, args...)
 	if err != nil {
 		var server mssqldb.Error
-		if !errors.As(err, &server) {
+		if !errors.As(err, &server) || c.d.server.Load() == serverBabelfish {
 			// A server error fails and rolls back the autocommit statement;
-			// anything else may have come after it committed.
+			// anything else may have come after it committed. On Babelfish
+			// the claim is several statements (sql/babelfish/claim.sql): a
+			// server error, a cancelled SELECT among them, may come after
+			// the DELETE committed.
 			c.abandon(ctx, token)
 		}
 		return nil, err
@@ -258,7 +266,7 @@ func (c *Claimer) run(ctx context.Context, o leaseOp, leases []queue.Lease) erro
 		}
 		// A deadlock victim's statement was rolled back, and the tokens make
 		// running it again safe.
-		stmt, err := c.d.sql.rows(o.stmt, len(chunk))
+		stmt, err := c.d.variant(ctx, c.d.db, c.d.sql, o.stmt, o.stmt, len(chunk))
 		if err != nil {
 			return err
 		}

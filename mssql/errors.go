@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"time"
 
@@ -15,12 +16,16 @@ import (
 
 // SQL Server error numbers the dialect acts on.
 const (
-	errInvalidColumn = 207  // Invalid column name: the tables predate a version (00005's kind)
-	errInvalidObject = 208  // Invalid object name: the tables are not there
-	errDeadlock      = 1205 // chosen as deadlock victim
-	errLockTimeout   = 1222 // lock request time out: NOWAIT met a locked row
-	errDupIndex      = 2601 // duplicate key row in a unique index
-	errDupKey        = 2627 // violation of a PRIMARY KEY or UNIQUE constraint
+	errInvalidColumn = 207 // Invalid column name: the tables predate a version (00005's kind)
+	errInvalidObject = 208 // Invalid object name: the tables are not there
+	// errBabelfish is the number Babelfish for PostgreSQL gives a
+	// PostgreSQL error that has no SQL Server number; SQL Server never
+	// sends it.
+	errBabelfish   = 33557097
+	errDeadlock    = 1205 // chosen as deadlock victim
+	errLockTimeout = 1222 // lock request time out: NOWAIT met a locked row
+	errDupIndex    = 2601 // duplicate key row in a unique index
+	errDupKey      = 2627 // violation of a PRIMARY KEY or UNIQUE constraint
 )
 
 // serverErrors returns every SQL Server error err carries: go-mssqldb
@@ -65,7 +70,7 @@ func classify(op, dedupe string, err error) error {
 		return nil
 	}
 	switch {
-	case hasNumber(err, errInvalidObject, errInvalidColumn):
+	case hasNumber(err, errInvalidObject, errInvalidColumn) || babelfishMissing(err):
 		return fmt.Errorf("%w (%s: %w)", queue.ErrNotMigrated, op, err)
 	case isConflict(err):
 		return &dialect.RetryableError{Err: fmt.Errorf("%s: %w", op, err)}
@@ -74,6 +79,20 @@ func classify(op, dedupe string, err error) error {
 	}
 	return fmt.Errorf("dbq: %s: %w", op, err)
 }
+
+// babelfishMissing reports whether err is Babelfish for PostgreSQL's
+// report of a missing table or column: a PostgreSQL error it gives no SQL
+// Server number (errBabelfish) instead of 208 or 207.
+func babelfishMissing(err error) bool {
+	for _, e := range serverErrors(err) {
+		if e.Number == errBabelfish && babelfishMissingRe.MatchString(e.Message) {
+			return true
+		}
+	}
+	return false
+}
+
+var babelfishMissingRe = regexp.MustCompile(`^(relation|column) "[^"]*" does not exist`)
 
 func isDuplicate(err error, dedupe string) bool {
 	for _, e := range serverErrors(err) {

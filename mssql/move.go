@@ -433,7 +433,7 @@ func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job)
 		}
 		chunk := jobs[:n]
 		jobs = jobs[n:]
-		stmt, err := d.move.rows(sqlMoveInsert, len(chunk))
+		stmt, err := d.variant(ctx, tx, d.move, sqlMoveInsert, sqlBabelfishMoveInsert, len(chunk))
 		if err != nil {
 			return nil, err
 		}

@@ -139,9 +139,11 @@ type Driver struct {
 	db     *sql.DB
 	ownDB  bool
 	cfg    Config
-	sql    *statements // sql/*.sql
-	move   *statements // sql/move/*.sql
-	dedupe string      // the dedupe table's name, as it appears in error messages
+	sql    *statements  // sql/*.sql
+	move   *statements  // sql/move/*.sql
+	bf     *statements  // sql/babelfish/*.sql
+	server atomic.Int32 // serverUnknown, serverSQLServer or serverBabelfish
+	dedupe string       // the dedupe table's name, as it appears in error messages
 	pause  pauseFunc
 	// rescueLock names the application lock that lets one rescue pass at a
 	// time run over this jobs_inflight table.
@@ -177,8 +179,12 @@ func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	bf, err := loadStatements(babelfishPattern, names)
+	if err != nil {
+		return nil, err
+	}
 	d := &Driver{
-		db: db, ownDB: own, cfg: cfg, sql: stmts, move: move,
+		db: db, ownDB: own, cfg: cfg, sql: stmts, move: move, bf: bf,
 		dedupe:     names.Prefix + "jobs_dedupe",
 		pause:      jitterPause,
 		rescueLock: lockResource("rescue", names.Qualified(dialect.MSSQL, names.Prefix+"jobs_inflight")),

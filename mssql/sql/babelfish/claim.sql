@@ -1,0 +1,45 @@
+-- claim (Strategy DeleteTop) on Babelfish for PostgreSQL. Two differences
+-- from claim.sql, both Babelfish's (4.4):
+--   * A DELETE with OUTPUT ... INTO and a second OUTPUT fails (syntax error
+--     at or near "OUTPUT"). The DELETE here has the OUTPUT INTO only; the
+--     next statement returns the rows it moved, found by the claim's token
+--     (unique per claim). The move stays one atomic statement: a worker
+--     that dies before the SELECT leaves leases that expire and are
+--     rescued, as after any crash.
+--   * No table hints. Babelfish ignores them (escape_hatch_table_hints =
+--     ignore, its default) or rejects them (strict); locking is
+--     PostgreSQL's: a DELETE that meets a row another claim is deleting
+--     waits for that autocommit statement, then skips the row (gone).
+--     There is no error 1222 here.
+--   * The random pick is made first, into @pick: inside the DELETE's IN
+--     (...) Babelfish matched fewer rows than the pick held (a claim of 5
+--     ready jobs took 2).
+-- https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/babelfish-compatibility.tsql.limitations.html
+-- https://babelfishpg.org/docs/usage/limitations-of-babelfish/
+SET NOCOUNT ON;
+DECLARE @pick TABLE (id BIGINT NOT NULL PRIMARY KEY);
+INSERT INTO @pick (id)
+SELECT TOP (@n) r.id
+FROM (
+    SELECT TOP (@window) id
+    FROM {{table "jobs"}}
+    WHERE queue = @queue AND state = 'ready' AND run_at <= SYSUTCDATETIME()
+      AND NOT EXISTS (SELECT 1 FROM {{table "queues"}} AS p
+                      WHERE p.queue = @queue AND p.paused = 1)
+    ORDER BY priority, run_at, id
+) AS r
+ORDER BY CHECKSUM(NEWID());
+DELETE j
+OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priority, deleted.run_at,
+       deleted.attempt, deleted.max_attempts, deleted.last_error, deleted.dedupe_key, deleted.created_at,
+       @token, DATEADD(millisecond, @lease_ms, DATEADD(second, @lease_s, SYSUTCDATETIME()))
+  INTO {{table "jobs_inflight"}} (id, queue, kind, payload, priority, run_at,
+       attempt, max_attempts, last_error, dedupe_key, created_at,
+       claim_token, claimed_until)
+FROM {{table "jobs"}} AS j
+INNER JOIN @pick AS k ON j.id = k.id
+WHERE j.state = 'ready' AND j.run_at <= SYSUTCDATETIME();
+SELECT id, queue, kind, payload, priority, run_at, attempt, max_attempts, last_error, dedupe_key, created_at,
+       claimed_until
+FROM {{table "jobs_inflight"}}
+WHERE claim_token = @token;

@@ -1,0 +1,30 @@
+-- claim (Strategy UpdLock) on Babelfish for PostgreSQL: the first @n ready
+-- jobs in claim order, moved into jobs_inflight by one DELETE ... OUTPUT
+-- INTO and returned by their token, as in babelfish/claim.sql. Babelfish
+-- 4.4 fails a DELETE through a CTE (stack depth limit exceeded), so the
+-- pick is made first, into @pick, as in babelfish/claim.sql; UPDLOCK, READPAST and the other hints are left out
+-- (see babelfish/claim.sql): concurrent claimers of the same first rows
+-- wait for one another, and the later ones skip what the first took.
+SET NOCOUNT ON;
+DECLARE @pick TABLE (id BIGINT NOT NULL PRIMARY KEY);
+INSERT INTO @pick (id)
+SELECT TOP (@n) id
+FROM {{table "jobs"}}
+WHERE queue = @queue AND state = 'ready' AND run_at <= SYSUTCDATETIME()
+  AND NOT EXISTS (SELECT 1 FROM {{table "queues"}} AS p
+                  WHERE p.queue = @queue AND p.paused = 1)
+ORDER BY priority, run_at, id;
+DELETE j
+OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priority, deleted.run_at,
+       deleted.attempt, deleted.max_attempts, deleted.last_error, deleted.dedupe_key, deleted.created_at,
+       @token, DATEADD(millisecond, @lease_ms, DATEADD(second, @lease_s, SYSUTCDATETIME()))
+  INTO {{table "jobs_inflight"}} (id, queue, kind, payload, priority, run_at,
+       attempt, max_attempts, last_error, dedupe_key, created_at,
+       claim_token, claimed_until)
+FROM {{table "jobs"}} AS j
+INNER JOIN @pick AS k ON j.id = k.id
+WHERE j.state = 'ready' AND j.run_at <= SYSUTCDATETIME();
+SELECT id, queue, kind, payload, priority, run_at, attempt, max_attempts, last_error, dedupe_key, created_at,
+       claimed_until
+FROM {{table "jobs_inflight"}}
+WHERE claim_token = @token;
