@@ -87,6 +87,8 @@ func dropSchema(t *testing.T, db *sql.DB, n dialect.Names) {
 		"DROP TABLE IF EXISTS " + q("jobs"),
 		"DROP TABLE IF EXISTS " + q("queues"),
 		"DROP TABLE IF EXISTS " + q("schedules"),
+		"DROP TABLE IF EXISTS " + q("activity"),
+		"DROP TABLE IF EXISTS " + q("processes"),
 		"DROP TABLE IF EXISTS " + q("schema_version"),
 		"DROP SEQUENCE IF EXISTS " + q("jobs_id_seq"),
 		"DROP SCHEMA IF EXISTS " + dialect.Quote(dialect.MSSQL, n.Schema),
