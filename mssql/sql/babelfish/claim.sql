@@ -7,8 +7,7 @@
 --     that dies before the SELECT leaves leases that expire and are
 --     rescued, as after any crash.
 --   * No table hints. Babelfish ignores them (escape_hatch_table_hints =
---     ignore, its default) or rejects them (strict); locking is
---     PostgreSQL's: a DELETE that meets a row another claim is deleting
+--     ignore, its default); locking is PostgreSQL's: a DELETE that meets a row another claim is deleting
 --     waits for that autocommit statement, then skips the row (gone).
 --     There is no error 1222 here.
 --   * The random pick is made first, into @pick: inside the DELETE's IN
