@@ -153,8 +153,17 @@ func TestConformance(t *testing.T) {
 // default). This is what READPAST, READCOMMITTEDLOCK on the inner reference
 // and FORCESEEK on the DELETE are for; with one attempt, a 1222 fails the
 // test instead of hiding in a retry.
+//
+// On Babelfish for PostgreSQL it shows the difference instead (see
+// testBabelfishClaimWaits).
 func TestLiveClaimSkipsLockedRows(t *testing.T) {
 	db := liveDB(t)
+	if liveBabelfish(t, db) {
+		for _, s := range []Strategy{DeleteTop, UpdLock} {
+			t.Run("babelfish/"+s.String(), func(t *testing.T) { testBabelfishClaimWaits(t, db, s) })
+		}
+		return
+	}
 	rcsi := rcsiDatabase(t)
 	for _, mode := range []struct {
 		name string
@@ -206,6 +215,56 @@ func TestLiveClaimSkipsLockedRows(t *testing.T) {
 				t.Logf("claimed 15 beside 5 locked rows in %v", time.Since(start))
 			})
 		}
+	}
+}
+
+// liveBabelfish reports whether the test server is Babelfish for
+// PostgreSQL.
+func liveBabelfish(t *testing.T, db *sql.DB) bool {
+	var v sql.NullInt64
+	if err := db.QueryRowContext(liveCtx(t), babelfishQuery).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", babelfishQuery, err)
+	}
+	return v.Valid && v.Int64 == 1
+}
+
+// testBabelfishClaimWaits: a Babelfish difference. Babelfish has no
+// READPAST, NOWAIT or READ_COMMITTED_SNAPSHOT database option (ALTER
+// DATABASE is not supported there), and locking is PostgreSQL's: a claim
+// beside rows another transaction has deleted, uncommitted, picks them
+// from the committed version and waits for that transaction. It neither
+// fails with 1222 nor skips them; once the transaction rolls back it takes
+// them all, and the claim that timed out meanwhile left nothing claimed.
+// https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/babelfish-compatibility.tsql.limitations.html
+func testBabelfishClaimWaits(t *testing.T, db *sql.DB, s Strategy) {
+	ctx := liveCtx(t)
+	q := newLiveQueue(t, db, Config{Strategy: s, ClaimAttempts: 1}, true)
+	ids, err := q.Enqueue(ctx, make20("wait")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := q.Config().Names()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE id IN (%d, %d, %d, %d, %d)",
+		n.Qualified(dialect.MSSQL, n.Prefix+"jobs"), ids[0], ids[1], ids[2], ids[3], ids[4])); err != nil {
+		t.Fatalf("lock rows: %v", err)
+	}
+	c, _ := q.NewClaimer(ctx)
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if jobs, err := c.Claim(cctx, "wait", 20); err == nil {
+		t.Fatalf("Claim beside locked rows returned %d jobs; want it to wait for them (Babelfish has no READPAST)", len(jobs))
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := c.Claim(ctx, "wait", 20)
+	if err != nil || len(jobs) != 20 {
+		t.Fatalf("Claim after the rollback: %d jobs, %v; want all 20 (nothing left claimed by the claim that waited)", len(jobs), err)
 	}
 }
 
