@@ -27,6 +27,9 @@ type Claimer struct {
 
 	mu   sync.Mutex
 	held map[int64]int64 // job id → token of the jobs this claimer holds, for Close
+	// issued, when not nil (tests: Driver.trackTokens), records every
+	// token this claimer's claims used, committed or not.
+	issued map[int64]bool
 }
 
 var (
@@ -75,6 +78,11 @@ func (c *Claimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.
 // claimed back, so an interrupted claim leaves no claim behind.
 func (c *Claimer) claimOnce(ctx context.Context, queueName string, n int) ([]*queue.Job, error) {
 	token := newToken()
+	if c.issued != nil {
+		c.mu.Lock()
+		c.issued[token] = true
+		c.mu.Unlock()
+	}
 	leaseS, leaseMS := splitDuration(c.d.cfg.Lease)
 	args := []any{
 		sql.Named("n", int32(n)), sql.Named("queue", mssqldb.VarChar(queueName)), sql.Named("token", token),
@@ -89,17 +97,44 @@ func (c *Claimer) claimOnce(ctx context.Context, queueName string, n int) ([]*qu
 	if err != nil {
 		return nil, err
 	}
+	if c.d.server.Load() == serverBabelfish {
+		return c.claimBabelfish(ctx, stmt, token, args)
+	}
 	jobs, err := c.scanClaim(ctx, stmt, token, args...)
 	if err != nil {
 		var server mssqldb.Error
-		if !errors.As(err, &server) || c.d.server.Load() == serverBabelfish {
+		if !errors.As(err, &server) {
 			// A server error fails and rolls back the autocommit statement;
-			// anything else may have come after it committed. On Babelfish
-			// the claim is several statements (sql/babelfish/claim.sql): a
-			// server error, a cancelled SELECT among them, may come after
-			// the DELETE committed.
+			// anything else may have come after it committed.
 			c.abandon(ctx, token)
 		}
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// babelfishClaimTimeout bounds a claim on Babelfish, which runs to its end
+// whatever the caller's context does.
+const babelfishClaimTimeout = time.Minute
+
+// claimBabelfish runs a Babelfish claim (sql/babelfish/claim.sql: a pick,
+// the DELETE, a SELECT of what it moved) to its end, not cut off by ctx:
+// a batch cancelled there could commit its DELETE after the clean-up had
+// looked for its rows (CancelledClaimLeaksNothing lost jobs to their
+// lease so). What it claimed after ctx ended, or under an error, goes
+// back at once.
+func (c *Claimer) claimBabelfish(ctx context.Context, stmt string, token int64, args []any) ([]*queue.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	run, cancel := context.WithTimeout(context.WithoutCancel(ctx), babelfishClaimTimeout)
+	defer cancel()
+	jobs, err := c.scanClaim(run, stmt, token, args...)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		c.abandon(ctx, token)
 		return nil, err
 	}
 	return jobs, nil

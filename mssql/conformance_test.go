@@ -73,8 +73,59 @@ func newLiveQueue(t *testing.T, db *sql.DB, cfg Config, migrate bool) *queue.Que
 	if err != nil {
 		t.Fatal(err)
 	}
+	q.Driver().(*Driver).trackTokens = true
 	t.Cleanup(func() { q.Close() })
 	return q
+}
+
+// poolSessions holds n connections of db at once and reads, for each, the
+// settings a statement could leave behind on SQL Server: lock timeout,
+// @@OPTIONS (XACT_ABORT, NOCOUNT, ANSI and arithmetic options), open
+// transactions and isolation level.
+func poolSessions(t *testing.T, db *sql.DB, n int) []map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out := make([]map[string]string, n)
+	for i := range n {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatalf("connection %d of %d: %v", i+1, n, err)
+		}
+		defer c.Close()
+		var lockTimeout, options, trancount, isolation string
+		if err := c.QueryRowContext(ctx, `SELECT @@LOCK_TIMEOUT, @@OPTIONS, @@TRANCOUNT,
+			(SELECT transaction_isolation_level FROM sys.dm_exec_sessions WHERE session_id = @@SPID)`).
+			Scan(&lockTimeout, &options, &trancount, &isolation); err != nil {
+			t.Fatalf("session settings: %v", err)
+		}
+		out[i] = map[string]string{"lock_timeout": lockTimeout, "options": options, "trancount": trancount, "isolation": isolation}
+	}
+	return out
+}
+
+// claimedWithTokens lists the rows of jobs_inflight claimed under any
+// token c ever used: a claimer holds no locks between calls, so what it
+// holds in the database are these rows.
+func claimedWithTokens(t *testing.T, db *sql.DB, c *Claimer) []int64 {
+	t.Helper()
+	c.mu.Lock()
+	var tokens []string
+	for tok := range c.issued {
+		tokens = append(tokens, fmt.Sprint(tok))
+	}
+	c.mu.Unlock()
+	if len(tokens) == 0 {
+		return nil
+	}
+	n := c.d.cfg.Names()
+	ids, err := dialect.QueryIDs(context.Background(), db, fmt.Sprintf("SELECT id FROM %s WHERE claim_token IN (%s)",
+		n.Qualified(dialect.MSSQL, n.Prefix+"jobs_inflight"), strings.Join(tokens, ", ")))
+	if err != nil {
+		t.Fatalf("claimed rows: %v", err)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func dropSchema(t *testing.T, db *sql.DB, n dialect.Names) {
@@ -122,6 +173,26 @@ func harness(t *testing.T, db *sql.DB, base Config) integration.Harness {
 		// A claimer holds no connection: killing its process leaves its
 		// leases to expire, which is what kill models.
 		Kill: func(t *testing.T, c queue.Claimer) { c.(*Claimer).kill() },
+		// A lease dialect holds no locks between calls; what it holds in
+		// the database are the rows claimed under its tokens, and those
+		// must be exactly the jobs it claimed and still holds.
+		HeldLocks: func(t *testing.T, c queue.Claimer) []int64 { return claimedWithTokens(t, db, c.(*Claimer)) },
+		// New on a *sql.DB of the user's, with room for a Worker; every
+		// connection it holds stays idle in it.
+		UserPool: func(t *testing.T, cfg queue.Config) (*queue.Queue, func(*testing.T) []map[string]string) {
+			const size = 6
+			udb, err := sql.Open("sqlserver", dbtest.DSN(dialect.MSSQL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			udb.SetMaxOpenConns(size)
+			udb.SetMaxIdleConns(size)
+			t.Cleanup(func() { udb.Close() })
+			c := base
+			c.Config = cfg
+			q := newLiveQueue(t, udb, c, true)
+			return q, func(t *testing.T) []map[string]string { return poolSessions(t, udb, size) }
+		},
 		InsertRaw: func(t *testing.T, q *queue.Queue, cols map[string]any) {
 			insertRaw(t, db, q, cols)
 		},

@@ -149,6 +149,9 @@ type Driver struct {
 	// time run over this jobs_inflight table.
 	rescueLock string
 
+	// trackTokens makes claimers record their tokens (tests).
+	trackTokens bool
+
 	lastRescue atomic.Int64 // unix nanoseconds of the last rescue from Claim
 	closed     atomic.Bool
 }
@@ -259,7 +262,11 @@ func (d *Driver) Close() error {
 // NewClaimer returns a claimer. Its claims are leases in the database, not
 // sessions, so it shares the pool.
 func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
-	return &Claimer{d: d, held: map[int64]int64{}}, nil
+	c := &Claimer{d: d, held: map[int64]int64{}}
+	if d.trackTokens {
+		c.issued = map[int64]bool{}
+	}
+	return c, nil
 }
 
 // named is the bind parameter @name<i>.
