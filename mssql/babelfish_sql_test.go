@@ -27,13 +27,14 @@ func TestBabelfishStatements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{sqlClaim, sqlClaimUpdLock, sqlEnqueue, sqlBabelfishMoveInsert, sqlRelease, sqlRescue, sqlRetry}
+	want := []string{sqlClaim, sqlClaimUpdLock, sqlEnqueue, sqlBabelfishMoveExport, sqlBabelfishMoveInsert, sqlBabelfishMoveSurvey,
+		sqlRelease, sqlRescue, sqlRetry}
 	if got := bf.names(); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 		t.Fatalf("babelfish statements %v, want %v", got, want)
 	}
 	for _, name := range bf.names() {
 		orig := plain
-		if name == sqlBabelfishMoveInsert {
+		if strings.HasPrefix(name, "move_") {
 			orig = move
 		}
 		if _, ok := orig.plain[strings.TrimPrefix(name, "move_")]; !ok {

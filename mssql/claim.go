@@ -176,7 +176,7 @@ func (c *Claimer) abandon(ctx context.Context, token int64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
 	defer cancel()
 	if _, err := c.d.db.ExecContext(ctx, c.d.sql.text(sqlAbandon), sql.Named("token", token)); err != nil &&
-		!hasNumber(err, errInvalidObject) {
+		!hasNumber(err, errInvalidObject) && !babelfishMissing(err) {
 		c.d.cfg.Logger.Warn("dbq: could not return the jobs of an interrupted claim; they come back when their lease expires",
 			"err", err, "lease", c.d.cfg.Lease)
 	}

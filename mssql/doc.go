@@ -210,9 +210,15 @@
 // babelfishpg_tsql.escape_hatch_table_hints is ignore by default, and a
 // session set to strict still ran ROWLOCK, READPAST, UPDLOCK, HOLDLOCK and
 // NOWAIT (Babelfish 4.4). The Babelfish forms carry no hint; the other
-// statements keep theirs, where they are ignored. So on Babelfish no claim meets
-// error 1222: a DELETE that reaches a row another claim is deleting waits
-// for that autocommit statement and then skips the row. What a run there
+// statements keep theirs, where they are ignored. The Babelfish claims set
+// LOCK_TIMEOUT 0 instead of NOWAIT (Babelfish maps it to PostgreSQL's
+// lock_timeout): a DELETE that reaches a row another claim or an export
+// holds fails at once with "canceling statement due to lock timeout"
+// (33557097), which is retried as 1222 is; there is no READPAST, so rows
+// held elsewhere are met, not skipped, and an export locks its rows with
+// a no-op UPDATE (sql/babelfish/move_export.sql). A claim there runs to
+// its end whatever its context does and gives back what it took once the
+// context has ended. What a run there
 // shows is the statements, types, OUTPUT, the driver path, transactions,
 // migrations and exactly-once under PostgreSQL's locking — not SQL
 // Server's lock behaviour (NOWAIT and 1222, READPAST, READCOMMITTEDLOCK,

@@ -58,7 +58,11 @@ func hasNumber(err error, nums ...int32) bool {
 // isConflict reports whether err says the statement lost a race for a row
 // lock (1222) or a deadlock (1205): it was rolled back and may simply run
 // again.
-func isConflict(err error) bool { return hasNumber(err, errLockTimeout, errDeadlock) }
+// On Babelfish for PostgreSQL the same two come as errBabelfish with
+// PostgreSQL's message.
+func isConflict(err error) bool {
+	return hasNumber(err, errLockTimeout, errDeadlock) || babelfishMatch(err, babelfishConflictRe)
+}
 
 // classify turns a driver error from operation op into the dialect's
 // error: queue.ErrNotMigrated for a missing table or column, a
@@ -83,16 +87,23 @@ func classify(op, dedupe string, err error) error {
 // babelfishMissing reports whether err is Babelfish for PostgreSQL's
 // report of a missing table or column: a PostgreSQL error it gives no SQL
 // Server number (errBabelfish) instead of 208 or 207.
-func babelfishMissing(err error) bool {
+func babelfishMissing(err error) bool { return babelfishMatch(err, babelfishMissingRe) }
+
+// babelfishMatch reports whether err holds an errBabelfish whose message
+// re matches.
+func babelfishMatch(err error, re *regexp.Regexp) bool {
 	for _, e := range serverErrors(err) {
-		if e.Number == errBabelfish && babelfishMissingRe.MatchString(e.Message) {
+		if e.Number == errBabelfish && re.MatchString(e.Message) {
 			return true
 		}
 	}
 	return false
 }
 
-var babelfishMissingRe = regexp.MustCompile(`^(relation|column) "[^"]*" does not exist`)
+var (
+	babelfishMissingRe  = regexp.MustCompile(`^(relation|column) "[^"]*" does not exist`)
+	babelfishConflictRe = regexp.MustCompile(`^(canceling statement due to lock timeout|deadlock detected)`)
+)
 
 func isDuplicate(err error, dedupe string) bool {
 	for _, e := range serverErrors(err) {

@@ -64,6 +64,8 @@ const (
 // server.go).
 const (
 	sqlBabelfishMoveInsert = "move_insert"
+	sqlBabelfishMoveSurvey = "move_survey"
+	sqlBabelfishMoveExport = "move_export"
 )
 
 // The three sets of statement files.

@@ -1,4 +1,4 @@
--- claim (Strategy DeleteTop) on Babelfish for PostgreSQL. Two differences
+-- claim (Strategy DeleteTop) on Babelfish for PostgreSQL. Three differences
 -- from claim.sql, both Babelfish's (4.4):
 --   * A DELETE with OUTPUT ... INTO and a second OUTPUT fails (syntax error
 --     at or near "OUTPUT"). The DELETE here has the OUTPUT INTO only; the
@@ -7,15 +7,18 @@
 --     that dies before the SELECT leaves leases that expire and are
 --     rescued, as after any crash.
 --   * No table hints. Babelfish ignores them (escape_hatch_table_hints =
---     ignore, its default); locking is PostgreSQL's: a DELETE that meets a row another claim is deleting
---     waits for that autocommit statement, then skips the row (gone).
---     There is no error 1222 here.
+--     ignore, its default); locking is PostgreSQL's. SET LOCK_TIMEOUT 0
+--     (Babelfish maps it to PostgreSQL's lock_timeout) stands in for
+--     NOWAIT: a DELETE that meets a row locked by another claim or an
+--     export fails at once ("canceling statement due to lock timeout",
+--     error 33557097, classified as 1222 is) and the caller picks again.
 --   * The random pick is made first, into @pick: inside the DELETE's IN
 --     (...) Babelfish matched fewer rows than the pick held (a claim of 5
 --     ready jobs took 2).
 -- https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/babelfish-compatibility.tsql.limitations.html
 -- https://babelfishpg.org/docs/usage/limitations-of-babelfish/
 SET NOCOUNT ON;
+SET LOCK_TIMEOUT 0;
 DECLARE @pick TABLE (id BIGINT NOT NULL PRIMARY KEY);
 INSERT INTO @pick (id)
 SELECT TOP (@n) r.id

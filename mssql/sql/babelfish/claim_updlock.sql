@@ -3,9 +3,11 @@
 -- INTO and returned by their token, as in babelfish/claim.sql. Babelfish
 -- 4.4 fails a DELETE through a CTE (stack depth limit exceeded), so the
 -- pick is made first, into @pick, as in babelfish/claim.sql; UPDLOCK, READPAST and the other hints are left out
--- (see babelfish/claim.sql): concurrent claimers of the same first rows
--- wait for one another, and the later ones skip what the first took.
+-- (see babelfish/claim.sql); SET LOCK_TIMEOUT 0 makes a claimer that
+-- meets a row another holds fail at once and pick again, where UPDLOCK
+-- with READPAST would skip it.
 SET NOCOUNT ON;
+SET LOCK_TIMEOUT 0;
 DECLARE @pick TABLE (id BIGINT NOT NULL PRIMARY KEY);
 INSERT INTO @pick (id)
 SELECT TOP (@n) id
