@@ -211,9 +211,9 @@
 // session set to strict still ran ROWLOCK, READPAST, UPDLOCK, HOLDLOCK and
 // NOWAIT (Babelfish 4.4). The Babelfish forms carry no hint; the other
 // statements keep theirs, where they are ignored. The Babelfish claims set
-// LOCK_TIMEOUT 0 instead of NOWAIT (Babelfish maps it to PostgreSQL's
-// lock_timeout): a DELETE that reaches a row another claim or an export
-// holds fails at once with "canceling statement due to lock timeout"
+// LOCK_TIMEOUT 200 around their DELETE instead of NOWAIT (Babelfish maps it
+// to PostgreSQL's lock_timeout): a DELETE that reaches a row another claim
+// or an export holds fails within 200 ms with "canceling statement due to lock timeout"
 // (33557097), which is retried as 1222 is; there is no READPAST, so rows
 // held elsewhere are met, not skipped, and an export locks its rows with
 // a no-op UPDATE (sql/babelfish/move_export.sql). A claim there runs to

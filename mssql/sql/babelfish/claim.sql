@@ -7,18 +7,20 @@
 --     that dies before the SELECT leaves leases that expire and are
 --     rescued, as after any crash.
 --   * No table hints. Babelfish ignores them (escape_hatch_table_hints =
---     ignore, its default); locking is PostgreSQL's. SET LOCK_TIMEOUT 0
---     (Babelfish maps it to PostgreSQL's lock_timeout) stands in for
---     NOWAIT: a DELETE that meets a row locked by another claim or an
---     export fails at once ("canceling statement due to lock timeout",
---     error 33557097, classified as 1222 is) and the caller picks again.
+--     ignore, its default); locking is PostgreSQL's. SET LOCK_TIMEOUT 200
+--     around the DELETE (Babelfish maps it to PostgreSQL's lock_timeout)
+--     stands in for NOWAIT: a DELETE that meets a row locked by another
+--     claim or an export fails within 200 ms ("canceling statement due to
+--     lock timeout", error 33557097, classified as 1222 is) and the caller
+--     picks again. Not 0, and not for the whole batch: the table
+--     variable's own catalog work then timed out too, and the server
+--     process crashed (signal 11) resetting that connection.
 --   * The random pick is made first, into @pick: inside the DELETE's IN
 --     (...) Babelfish matched fewer rows than the pick held (a claim of 5
 --     ready jobs took 2).
 -- https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/babelfish-compatibility.tsql.limitations.html
 -- https://babelfishpg.org/docs/usage/limitations-of-babelfish/
 SET NOCOUNT ON;
-SET LOCK_TIMEOUT 0;
 DECLARE @pick TABLE (id BIGINT NOT NULL PRIMARY KEY);
 INSERT INTO @pick (id)
 SELECT TOP (@n) r.id
@@ -31,6 +33,7 @@ FROM (
     ORDER BY priority, run_at, id
 ) AS r
 ORDER BY CHECKSUM(NEWID());
+SET LOCK_TIMEOUT 200;
 DELETE j
 OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priority, deleted.run_at,
        deleted.attempt, deleted.max_attempts, deleted.last_error, deleted.dedupe_key, deleted.created_at,
@@ -41,6 +44,7 @@ OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priorit
 FROM {{table "jobs"}} AS j
 INNER JOIN @pick AS k ON j.id = k.id
 WHERE j.state = 'ready' AND j.run_at <= SYSUTCDATETIME();
+SET LOCK_TIMEOUT -1;
 SELECT id, queue, kind, payload, priority, run_at, attempt, max_attempts, last_error, dedupe_key, created_at,
        claimed_until
 FROM {{table "jobs_inflight"}}

@@ -3,11 +3,10 @@
 -- INTO and returned by their token, as in babelfish/claim.sql. Babelfish
 -- 4.4 fails a DELETE through a CTE (stack depth limit exceeded), so the
 -- pick is made first, into @pick, as in babelfish/claim.sql; UPDLOCK, READPAST and the other hints are left out
--- (see babelfish/claim.sql); SET LOCK_TIMEOUT 0 makes a claimer that
--- meets a row another holds fail at once and pick again, where UPDLOCK
+-- (see babelfish/claim.sql); SET LOCK_TIMEOUT 200 around the DELETE makes a claimer that
+-- meets a row another holds fail within 200 ms and pick again, where UPDLOCK
 -- with READPAST would skip it.
 SET NOCOUNT ON;
-SET LOCK_TIMEOUT 0;
 DECLARE @pick TABLE (id BIGINT NOT NULL PRIMARY KEY);
 INSERT INTO @pick (id)
 SELECT TOP (@n) id
@@ -16,6 +15,7 @@ WHERE queue = @queue AND state = 'ready' AND run_at <= SYSUTCDATETIME()
   AND NOT EXISTS (SELECT 1 FROM {{table "queues"}} AS p
                   WHERE p.queue = @queue AND p.paused = 1)
 ORDER BY priority, run_at, id;
+SET LOCK_TIMEOUT 200;
 DELETE j
 OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priority, deleted.run_at,
        deleted.attempt, deleted.max_attempts, deleted.last_error, deleted.dedupe_key, deleted.created_at,
@@ -26,6 +26,7 @@ OUTPUT deleted.id, deleted.queue, deleted.kind, deleted.payload, deleted.priorit
 FROM {{table "jobs"}} AS j
 INNER JOIN @pick AS k ON j.id = k.id
 WHERE j.state = 'ready' AND j.run_at <= SYSUTCDATETIME();
+SET LOCK_TIMEOUT -1;
 SELECT id, queue, kind, payload, priority, run_at, attempt, max_attempts, last_error, dedupe_key, created_at,
        claimed_until
 FROM {{table "jobs_inflight"}}
