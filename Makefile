@@ -2,7 +2,8 @@
 #
 # make test          ensure PostgreSQL and MariaDB answer (scripts/ensure-servers.sh),
 #                    then go vet, actionlint and the full test suite with the race detector,
-#                    and a short Galera cluster check (skipped, saying why, where it cannot start)
+#                    a short Galera cluster check and the SQL Server dialect's short form on
+#                    Babelfish (each skipped, saying why, where it cannot start)
 # make test-short    unit tests only, no database servers needed
 # make test-compose  all dialects (incl. SQL Server) in docker compose; needs a Docker engine
 
@@ -24,7 +25,7 @@ ACTIONLINT         ?= bin/actionlint
 .PHONY: help test test-short actionlint test-compose test-pgbouncer test-tidb test-galera test-galera-short test-babelfish test-babelfish-short test-matrix test-move-large servers chaos bench bench-go ceiling soak-pg build demo lint clean
 
 help:
-	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./... + test-galera-short"
+	@echo "make test          servers (PostgreSQL, MariaDB) + go vet + go test -race ./... + test-galera-short + test-babelfish-short"
 	@echo "make test-short    go test -short ./... (no servers)"
 	@echo "make test-compose  docker compose up, go test -race ./... on every dialect, compose down"
 	@echo "make test-pgbouncer PgBouncer (transaction mode) up; the SKIP LOCKED suite through it and the advisory refusal"
@@ -151,11 +152,15 @@ test-matrix:
 	@GO='$(GO)' bash scripts/pg-matrix.sh run
 
 # Fuzz targets' seed corpora run as ordinary tests here. The Galera tests
-# in ./mysql/ skip there (no cluster); test-galera-short runs them.
+# in ./mysql/ skip there (no cluster); test-galera-short runs them. The
+# SQL Server tests skip there unless DBQ_MSSQL_DSN answers;
+# test-babelfish-short runs them on Babelfish when DBQ_BABELFISH_TARBALL
+# names the install.
 test: servers actionlint
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory test-galera-short
+	@$(MAKE) --no-print-directory test-babelfish-short
 
 # The fault harness's long form (internal/chaos; make test runs the short
 # one). It restarts the PostgreSQL and MariaDB servers the DSNs name, twice
