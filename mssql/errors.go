@@ -101,8 +101,11 @@ func babelfishMatch(err error, re *regexp.Regexp) bool {
 }
 
 var (
-	babelfishMissingRe  = regexp.MustCompile(`^(relation|column) "[^"]*" does not exist`)
-	babelfishConflictRe = regexp.MustCompile(`^(canceling statement due to lock timeout|deadlock detected)`)
+	babelfishMissingRe = regexp.MustCompile(`^(relation|column) "[^"]*" does not exist`)
+	// "tuple concurrently updated": PostgreSQL's catalog race, which
+	// Babelfish met under concurrent claims and enqueues (their table
+	// variables are temporary tables); the statement failed and can run again.
+	babelfishConflictRe = regexp.MustCompile(`^(canceling statement due to lock timeout|deadlock detected|tuple concurrently updated)`)
 )
 
 func isDuplicate(err error, dedupe string) bool {

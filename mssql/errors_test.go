@@ -68,6 +68,7 @@ func TestClassify(t *testing.T) {
 		{"Babelfish's missing column", mssqldb.Error{Number: 33557097, Message: `column "kind" does not exist`}, false, queue.ErrNotMigrated, 33557097},
 		{"Babelfish's lock timeout (NOWAIT)", mssqldb.Error{Number: 33557097, Message: "canceling statement due to lock timeout"}, true, nil, 33557097},
 		{"Babelfish's deadlock", mssqldb.Error{Number: 33557097, Message: "deadlock detected"}, true, nil, 33557097},
+		{"Babelfish's catalog race", mssqldb.Error{Number: 33557097, Message: "tuple concurrently updated"}, true, nil, 33557097},
 		{"another Babelfish error", mssqldb.Error{Number: 33557097, Message: `syntax error at or near "OUTPUT"`}, false, nil, 33557097},
 		{"no server error", errors.New("i/o timeout"), false, nil, 0},
 		{"context", context.Canceled, false, context.Canceled, 0},
