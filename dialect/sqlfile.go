@@ -51,6 +51,17 @@ func LoadSQL(fsys fs.FS, pattern string, d Name, n Names, opts SQLOptions) (*SQL
 	funcs := template.FuncMap{
 		"table": func(s string) string { return n.Qualified(d, n.Prefix+s) },
 		"ident": func(s string) string { return Quote(d, n.Prefix+s) },
+		// sequence names a sequence as SQL Server's NEXT VALUE FOR takes
+		// it: as table does, but bare when there is no schema. Babelfish
+		// for PostgreSQL looks NEXT VALUE FOR [name] up with the brackets
+		// in the name ("relation "[name]" does not exist"); a validated
+		// prefix and a plain suffix make a regular identifier.
+		"sequence": func(s string) string {
+			if n.Schema == "" && d == MSSQL {
+				return n.Prefix + s
+			}
+			return n.Qualified(d, n.Prefix+s)
+		},
 		"schema": func() string {
 			if n.Schema == "" || d == SQLite {
 				return ""

@@ -27,6 +27,9 @@ type Claimer struct {
 
 	mu   sync.Mutex
 	held map[int64]int64 // job id → token of the jobs this claimer holds, for Close
+	// issued, when not nil (tests: Driver.trackTokens), records every
+	// token this claimer's claims used, committed or not.
+	issued map[int64]bool
 }
 
 var (
@@ -78,14 +81,27 @@ func (c *Claimer) Claim(ctx context.Context, queueName string, n int) ([]*queue.
 // claimed back, so an interrupted claim leaves no claim behind.
 func (c *Claimer) claimOnce(ctx context.Context, queueName string, n int) ([]*queue.Job, error) {
 	token := newToken()
+	if c.issued != nil {
+		c.mu.Lock()
+		c.issued[token] = true
+		c.mu.Unlock()
+	}
 	leaseS, leaseMS := splitDuration(c.d.cfg.Lease)
-	stmt, args := c.d.sql.text(sqlClaim), []any{
+	args := []any{
 		sql.Named("n", int32(n)), sql.Named("queue", mssqldb.VarChar(queueName)), sql.Named("token", token),
 		sql.Named("lease_s", leaseS), sql.Named("lease_ms", leaseMS)}
+	name := sqlClaim
 	if c.d.cfg.Strategy == UpdLock {
-		stmt = c.d.sql.text(sqlClaimUpdLock)
+		name = sqlClaimUpdLock
 	} else {
 		args = append(args, sql.Named("window", int32(max(c.d.cfg.Window, n))))
+	}
+	stmt, err := c.d.variant(ctx, c.d.db, c.d.sql, name, name, 0)
+	if err != nil {
+		return nil, err
+	}
+	if c.d.server.Load() == serverBabelfish {
+		return c.claimBabelfish(ctx, stmt, token, args)
 	}
 	jobs, err := c.scanClaim(ctx, stmt, token, args...)
 	if err != nil {
@@ -95,6 +111,33 @@ func (c *Claimer) claimOnce(ctx context.Context, queueName string, n int) ([]*qu
 			// anything else may have come after it committed.
 			c.abandon(ctx, token)
 		}
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// babelfishClaimTimeout bounds a claim on Babelfish, which runs to its end
+// whatever the caller's context does.
+const babelfishClaimTimeout = time.Minute
+
+// claimBabelfish runs a Babelfish claim (sql/babelfish/claim.sql: a pick,
+// the DELETE, a SELECT of what it moved) to its end, not cut off by ctx:
+// a batch cancelled there could commit its DELETE after the clean-up had
+// looked for its rows (CancelledClaimLeaksNothing lost jobs to their
+// lease so). What it claimed after ctx ended, or under an error, goes
+// back at once.
+func (c *Claimer) claimBabelfish(ctx context.Context, stmt string, token int64, args []any) ([]*queue.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	run, cancel := context.WithTimeout(context.WithoutCancel(ctx), babelfishClaimTimeout)
+	defer cancel()
+	jobs, err := c.scanClaim(run, stmt, token, args...)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		c.abandon(ctx, token)
 		return nil, err
 	}
 	return jobs, nil
@@ -136,7 +179,7 @@ func (c *Claimer) abandon(ctx context.Context, token int64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
 	defer cancel()
 	if _, err := c.d.db.ExecContext(ctx, c.d.sql.text(sqlAbandon), sql.Named("token", token)); err != nil &&
-		!hasNumber(err, errInvalidObject) {
+		!hasNumber(err, errInvalidObject) && !babelfishMissing(err) {
 		c.d.cfg.Logger.Warn("dbq: could not return the jobs of an interrupted claim; they come back when their lease expires",
 			"err", err, "lease", c.d.cfg.Lease)
 	}
@@ -261,7 +304,7 @@ func (c *Claimer) run(ctx context.Context, o leaseOp, leases []queue.Lease) erro
 		}
 		// A deadlock victim's statement was rolled back, and the tokens make
 		// running it again safe.
-		stmt, err := c.d.sql.rows(o.stmt, len(chunk))
+		stmt, err := c.d.variant(ctx, c.d.db, c.d.sql, o.stmt, o.stmt, len(chunk))
 		if err != nil {
 			return err
 		}

@@ -73,8 +73,59 @@ func newLiveQueue(t *testing.T, db *sql.DB, cfg Config, migrate bool) *queue.Que
 	if err != nil {
 		t.Fatal(err)
 	}
+	q.Driver().(*Driver).trackTokens = true
 	t.Cleanup(func() { q.Close() })
 	return q
+}
+
+// poolSessions holds n connections of db at once and reads, for each, the
+// settings a statement could leave behind on SQL Server: lock timeout,
+// @@OPTIONS (XACT_ABORT, NOCOUNT, ANSI and arithmetic options), open
+// transactions and isolation level.
+func poolSessions(t *testing.T, db *sql.DB, n int) []map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out := make([]map[string]string, n)
+	for i := range n {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatalf("connection %d of %d: %v", i+1, n, err)
+		}
+		defer c.Close()
+		var lockTimeout, options, trancount, isolation string
+		if err := c.QueryRowContext(ctx, `SELECT @@LOCK_TIMEOUT, @@OPTIONS, @@TRANCOUNT,
+			(SELECT transaction_isolation_level FROM sys.dm_exec_sessions WHERE session_id = @@SPID)`).
+			Scan(&lockTimeout, &options, &trancount, &isolation); err != nil {
+			t.Fatalf("session settings: %v", err)
+		}
+		out[i] = map[string]string{"lock_timeout": lockTimeout, "options": options, "trancount": trancount, "isolation": isolation}
+	}
+	return out
+}
+
+// claimedWithTokens lists the rows of jobs_inflight claimed under any
+// token c ever used: a claimer holds no locks between calls, so what it
+// holds in the database are these rows.
+func claimedWithTokens(t *testing.T, db *sql.DB, c *Claimer) []int64 {
+	t.Helper()
+	c.mu.Lock()
+	var tokens []string
+	for tok := range c.issued {
+		tokens = append(tokens, fmt.Sprint(tok))
+	}
+	c.mu.Unlock()
+	if len(tokens) == 0 {
+		return nil
+	}
+	n := c.d.cfg.Names()
+	ids, err := dialect.QueryIDs(context.Background(), db, fmt.Sprintf("SELECT id FROM %s WHERE claim_token IN (%s)",
+		n.Qualified(dialect.MSSQL, n.Prefix+"jobs_inflight"), strings.Join(tokens, ", ")))
+	if err != nil {
+		t.Fatalf("claimed rows: %v", err)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func dropSchema(t *testing.T, db *sql.DB, n dialect.Names) {
@@ -87,6 +138,8 @@ func dropSchema(t *testing.T, db *sql.DB, n dialect.Names) {
 		"DROP TABLE IF EXISTS " + q("jobs"),
 		"DROP TABLE IF EXISTS " + q("queues"),
 		"DROP TABLE IF EXISTS " + q("schedules"),
+		"DROP TABLE IF EXISTS " + q("activity"),
+		"DROP TABLE IF EXISTS " + q("processes"),
 		"DROP TABLE IF EXISTS " + q("schema_version"),
 		"DROP SEQUENCE IF EXISTS " + q("jobs_id_seq"),
 		"DROP SCHEMA IF EXISTS " + dialect.Quote(dialect.MSSQL, n.Schema),
@@ -120,6 +173,26 @@ func harness(t *testing.T, db *sql.DB, base Config) integration.Harness {
 		// A claimer holds no connection: killing its process leaves its
 		// leases to expire, which is what kill models.
 		Kill: func(t *testing.T, c queue.Claimer) { c.(*Claimer).kill() },
+		// A lease dialect holds no locks between calls; what it holds in
+		// the database are the rows claimed under its tokens, and those
+		// must be exactly the jobs it claimed and still holds.
+		HeldLocks: func(t *testing.T, c queue.Claimer) []int64 { return claimedWithTokens(t, db, c.(*Claimer)) },
+		// New on a *sql.DB of the user's, with room for a Worker; every
+		// connection it holds stays idle in it.
+		UserPool: func(t *testing.T, cfg queue.Config) (*queue.Queue, func(*testing.T) []map[string]string) {
+			const size = 6
+			udb, err := sql.Open("sqlserver", dbtest.DSN(dialect.MSSQL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			udb.SetMaxOpenConns(size)
+			udb.SetMaxIdleConns(size)
+			t.Cleanup(func() { udb.Close() })
+			c := base
+			c.Config = cfg
+			q := newLiveQueue(t, udb, c, true)
+			return q, func(t *testing.T) []map[string]string { return poolSessions(t, udb, size) }
+		},
 		InsertRaw: func(t *testing.T, q *queue.Queue, cols map[string]any) {
 			insertRaw(t, db, q, cols)
 		},
@@ -151,8 +224,17 @@ func TestConformance(t *testing.T) {
 // default). This is what READPAST, READCOMMITTEDLOCK on the inner reference
 // and FORCESEEK on the DELETE are for; with one attempt, a 1222 fails the
 // test instead of hiding in a retry.
+//
+// On Babelfish for PostgreSQL it shows the difference instead (see
+// testBabelfishClaimWaits).
 func TestLiveClaimSkipsLockedRows(t *testing.T) {
 	db := liveDB(t)
+	if liveBabelfish(t, db) {
+		for _, s := range []Strategy{DeleteTop, UpdLock} {
+			t.Run("babelfish/"+s.String(), func(t *testing.T) { testBabelfishClaimWaits(t, db, s) })
+		}
+		return
+	}
 	rcsi := rcsiDatabase(t)
 	for _, mode := range []struct {
 		name string
@@ -204,6 +286,55 @@ func TestLiveClaimSkipsLockedRows(t *testing.T) {
 				t.Logf("claimed 15 beside 5 locked rows in %v", time.Since(start))
 			})
 		}
+	}
+}
+
+// liveBabelfish reports whether the test server is Babelfish for
+// PostgreSQL.
+func liveBabelfish(t *testing.T, db *sql.DB) bool {
+	var v sql.NullInt64
+	if err := db.QueryRowContext(liveCtx(t), babelfishQuery).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", babelfishQuery, err)
+	}
+	return v.Valid && v.Int64 == 1
+}
+
+// testBabelfishClaimWaits: a Babelfish difference. Babelfish has no
+// READPAST and no READ_COMMITTED_SNAPSHOT database option (ALTER DATABASE
+// is not supported there), and locking is PostgreSQL's: a claim beside
+// rows another transaction has deleted, uncommitted, picks them from the
+// committed version. With LOCK_TIMEOUT 0 in place of NOWAIT it fails at
+// once with a retryable error instead of skipping them; once the
+// transaction rolls back it takes them all, and the failed claim left
+// nothing claimed.
+// https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/babelfish-compatibility.tsql.limitations.html
+func testBabelfishClaimWaits(t *testing.T, db *sql.DB, s Strategy) {
+	ctx := liveCtx(t)
+	q := newLiveQueue(t, db, Config{Strategy: s, ClaimAttempts: 1}, true)
+	ids, err := q.Enqueue(ctx, make20("wait")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := q.Config().Names()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE id IN (%d, %d, %d, %d, %d)",
+		n.Qualified(dialect.MSSQL, n.Prefix+"jobs"), ids[0], ids[1], ids[2], ids[3], ids[4])); err != nil {
+		t.Fatalf("lock rows: %v", err)
+	}
+	c, _ := q.NewClaimer(ctx)
+	if jobs, err := c.Claim(ctx, "wait", 20); !queue.IsRetryable(err) {
+		t.Fatalf("Claim beside locked rows: %d jobs, %v; want a retryable lock timeout (Babelfish has no READPAST)", len(jobs), err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := c.Claim(ctx, "wait", 20)
+	if err != nil || len(jobs) != 20 {
+		t.Fatalf("Claim after the rollback: %d jobs, %v; want all 20 (nothing left claimed by the claim that waited)", len(jobs), err)
 	}
 }
 

@@ -179,4 +179,50 @@
 // and the retry loop run on built mssql.Error values. TestConformance runs
 // the dbq conformance suite, and this package's live tests, wherever
 // DBQ_MSSQL_DSN (default: the docker-compose.yml service) answers.
+//
+// # Babelfish for PostgreSQL
+//
+// Babelfish (T-SQL and TDS on a modified PostgreSQL; Aurora PostgreSQL
+// offers it, and scripts/babelfish.sh runs one for `make test-babelfish`)
+// is a server dbq runs on, and the one where this package's statements
+// first ran. The Driver asks once (SERVERPROPERTY('babelfish')) and there
+// sends the forms in sql/babelfish/ in place of claim, claim_updlock,
+// enqueue, retry, release, rescue and the import's insert, because
+// Babelfish 4.4:
+//   - takes no second OUTPUT clause beside OUTPUT ... INTO (syntax error
+//     at or near "OUTPUT"): a claim moves its rows with OUTPUT INTO and
+//     then reads them back by its token; retry, release and rescue output
+//     into a table variable and insert from it, in one transaction;
+//   - takes in OUTPUT neither a CASE over deleted's columns nor a column of
+//     a joined table ("missing FROM-clause entry");
+//   - rejects NEXT VALUE FOR ... OVER (ORDER BY ...): ids are drawn in an
+//     INSERT ... SELECT ... ORDER BY, which PostgreSQL evaluates in order;
+//   - fails a DELETE through a CTE ("stack depth limit exceeded"), and an
+//     IN (random TOP pick) inside a DELETE matched fewer rows than the pick
+//     held: both claims pick into a table variable first;
+//   - ignores the name of a DEFAULT constraint
+//     (escape_hatch_constraint_name_for_default), so 00005's down drops it
+//     IF EXISTS;
+//   - reports a missing table as error 33557097 "relation ... does not
+//     exist" (classified as queue.ErrNotMigrated, as 208 is).
+//
+// Locking there is PostgreSQL's, and table hints do nothing:
+// babelfishpg_tsql.escape_hatch_table_hints is ignore by default, and a
+// session set to strict still ran ROWLOCK, READPAST, UPDLOCK, HOLDLOCK and
+// NOWAIT (Babelfish 4.4). The Babelfish forms carry no hint; the other
+// statements keep theirs, where they are ignored. The Babelfish claims set
+// LOCK_TIMEOUT 200 around their DELETE instead of NOWAIT (Babelfish maps it
+// to PostgreSQL's lock_timeout): a DELETE that reaches a row another claim
+// or an export holds fails within 200 ms with "canceling statement due to lock timeout"
+// (33557097), which is retried as 1222 is; there is no READPAST, so rows
+// held elsewhere are met, not skipped, and an export locks its rows with
+// a no-op UPDATE (sql/babelfish/move_export.sql). A claim there runs to
+// its end whatever its context does and gives back what it took once the
+// context has ended. What a run there
+// shows is the statements, types, OUTPUT, the driver path, transactions,
+// migrations and exactly-once under PostgreSQL's locking — not SQL
+// Server's lock behaviour (NOWAIT and 1222, READPAST, READCOMMITTEDLOCK,
+// lock escalation), which only SQL Server (make test-compose) shows.
+// https://docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/babelfish-compatibility.tsql.limitations.html
+// https://babelfishpg.org/docs/usage/limitations-of-babelfish/
 package mssql

@@ -81,7 +81,7 @@ func (d *Driver) enqueue(ctx context.Context, tx *sql.Tx, jobs []queue.NewJob) (
 	ids := make([]int64, 0, len(jobs))
 	for start := 0; start < len(jobs); start += enqueueChunk {
 		chunk := jobs[start:min(start+enqueueChunk, len(jobs))]
-		stmt, err := d.sql.rows(sqlEnqueue, len(chunk))
+		stmt, err := d.variant(ctx, tx, d.sql, sqlEnqueue, sqlEnqueue, len(chunk))
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"time"
 
@@ -15,12 +16,16 @@ import (
 
 // SQL Server error numbers the dialect acts on.
 const (
-	errInvalidColumn = 207  // Invalid column name: the tables predate a version (00005's kind)
-	errInvalidObject = 208  // Invalid object name: the tables are not there
-	errDeadlock      = 1205 // chosen as deadlock victim
-	errLockTimeout   = 1222 // lock request time out: NOWAIT met a locked row
-	errDupIndex      = 2601 // duplicate key row in a unique index
-	errDupKey        = 2627 // violation of a PRIMARY KEY or UNIQUE constraint
+	errInvalidColumn = 207 // Invalid column name: the tables predate a version (00005's kind)
+	errInvalidObject = 208 // Invalid object name: the tables are not there
+	// errBabelfish is the number Babelfish for PostgreSQL gives a
+	// PostgreSQL error that has no SQL Server number; SQL Server never
+	// sends it.
+	errBabelfish   = 33557097
+	errDeadlock    = 1205 // chosen as deadlock victim
+	errLockTimeout = 1222 // lock request time out: NOWAIT met a locked row
+	errDupIndex    = 2601 // duplicate key row in a unique index
+	errDupKey      = 2627 // violation of a PRIMARY KEY or UNIQUE constraint
 )
 
 // serverErrors returns every SQL Server error err carries: go-mssqldb
@@ -53,7 +58,11 @@ func hasNumber(err error, nums ...int32) bool {
 // isConflict reports whether err says the statement lost a race for a row
 // lock (1222) or a deadlock (1205): it was rolled back and may simply run
 // again.
-func isConflict(err error) bool { return hasNumber(err, errLockTimeout, errDeadlock) }
+// On Babelfish for PostgreSQL the same two come as errBabelfish with
+// PostgreSQL's message.
+func isConflict(err error) bool {
+	return hasNumber(err, errLockTimeout, errDeadlock) || babelfishMatch(err, babelfishConflictRe)
+}
 
 // classify turns a driver error from operation op into the dialect's
 // error: queue.ErrNotMigrated for a missing table or column, a
@@ -65,7 +74,7 @@ func classify(op, dedupe string, err error) error {
 		return nil
 	}
 	switch {
-	case hasNumber(err, errInvalidObject, errInvalidColumn):
+	case hasNumber(err, errInvalidObject, errInvalidColumn) || babelfishMissing(err):
 		return fmt.Errorf("%w (%s: %w)", queue.ErrNotMigrated, op, err)
 	case isConflict(err):
 		return &dialect.RetryableError{Err: fmt.Errorf("%s: %w", op, err)}
@@ -74,6 +83,30 @@ func classify(op, dedupe string, err error) error {
 	}
 	return fmt.Errorf("dbq: %s: %w", op, err)
 }
+
+// babelfishMissing reports whether err is Babelfish for PostgreSQL's
+// report of a missing table or column: a PostgreSQL error it gives no SQL
+// Server number (errBabelfish) instead of 208 or 207.
+func babelfishMissing(err error) bool { return babelfishMatch(err, babelfishMissingRe) }
+
+// babelfishMatch reports whether err holds an errBabelfish whose message
+// re matches.
+func babelfishMatch(err error, re *regexp.Regexp) bool {
+	for _, e := range serverErrors(err) {
+		if e.Number == errBabelfish && re.MatchString(e.Message) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	babelfishMissingRe = regexp.MustCompile(`^(relation|column) "[^"]*" does not exist`)
+	// "tuple concurrently updated": PostgreSQL's catalog race, which
+	// Babelfish met under concurrent claims and enqueues (their table
+	// variables are temporary tables); the statement failed and can run again.
+	babelfishConflictRe = regexp.MustCompile(`^(canceling statement due to lock timeout|deadlock detected|tuple concurrently updated)`)
+)
 
 func isDuplicate(err error, dedupe string) bool {
 	for _, e := range serverErrors(err) {

@@ -62,6 +62,14 @@ func TestClassify(t *testing.T) {
 		{"2601 on the dedupe table", mssqldb.Error{Number: 2601, Message: "Cannot insert duplicate key row in object 's1.pfx_jobs_dedupe'"}, false, queue.ErrDuplicate, 2601},
 		{"2627 elsewhere is no dedupe collision", pkOfJobs, false, nil, 2627},
 		{"a constraint error", serverErr(547, 3621), false, nil, 3621},
+		// Babelfish for PostgreSQL reports a missing table or column with
+		// PostgreSQL's message under a number of its own.
+		{"Babelfish's missing table", mssqldb.Error{Number: 33557097, Message: `relation "master_s1.pfx_jobs" does not exist`}, false, queue.ErrNotMigrated, 33557097},
+		{"Babelfish's missing column", mssqldb.Error{Number: 33557097, Message: `column "kind" does not exist`}, false, queue.ErrNotMigrated, 33557097},
+		{"Babelfish's lock timeout (NOWAIT)", mssqldb.Error{Number: 33557097, Message: "canceling statement due to lock timeout"}, true, nil, 33557097},
+		{"Babelfish's deadlock", mssqldb.Error{Number: 33557097, Message: "deadlock detected"}, true, nil, 33557097},
+		{"Babelfish's catalog race", mssqldb.Error{Number: 33557097, Message: "tuple concurrently updated"}, true, nil, 33557097},
+		{"another Babelfish error", mssqldb.Error{Number: 33557097, Message: `syntax error at or near "OUTPUT"`}, false, nil, 33557097},
 		{"no server error", errors.New("i/o timeout"), false, nil, 0},
 		{"context", context.Canceled, false, context.Canceled, 0},
 	} {

@@ -73,6 +73,7 @@ func newFakeQueue(t *testing.T, cfg Config, answer func(s sentStmt) fakeAnswer) 
 	}
 	d := q.Driver().(*Driver)
 	d.pause = func(ctx context.Context, attempt int) error { return ctx.Err() }
+	d.server.Store(serverSQLServer) // the fake is SQL Server: no question sent
 	f.stmts = d.sql
 	return q, d, f
 }

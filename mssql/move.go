@@ -57,12 +57,12 @@ func (d *Driver) Identity(ctx context.Context) (string, error) {
 
 // filtered returns move statement name with the queue list of f and the
 // filter's parameters (@all_queues, @q<i>, @ready, @scheduled, @dead).
-func (d *Driver) filtered(name string, f queue.ExportFilter) (string, []any, error) {
+func (d *Driver) filtered(ctx context.Context, name, bfName string, f queue.ExportFilter) (string, []any, error) {
 	n, args, err := moveFilter(f)
 	if err != nil {
 		return "", nil, err
 	}
-	stmt, err := d.move.rows(name, n)
+	stmt, err := d.variant(ctx, d.db, d.move, name, bfName, n)
 	return stmt, args, err
 }
 
@@ -100,7 +100,7 @@ func (d *Driver) Survey(ctx context.Context, f queue.ExportFilter) (queue.Survey
 	if d.closed.Load() {
 		return s, queue.ErrClosed
 	}
-	stmt, args, err := d.filtered(sqlMoveSurvey, f)
+	stmt, args, err := d.filtered(ctx, sqlMoveSurvey, sqlBabelfishMoveSurvey, f)
 	if err != nil {
 		return s, err
 	}
@@ -129,7 +129,7 @@ func (d *Driver) Export(ctx context.Context, f queue.ExportFilter) (queue.Export
 	if f.Limit <= 0 {
 		return nil, queue.ErrInvalidLimit
 	}
-	stmt, args, err := d.filtered(sqlMoveExport, f)
+	stmt, args, err := d.filtered(ctx, sqlMoveExport, sqlBabelfishMoveExport, f)
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +433,7 @@ func (d *Driver) insertMoved(ctx context.Context, tx *sql.Tx, jobs []*queue.Job)
 		}
 		chunk := jobs[:n]
 		jobs = jobs[n:]
-		stmt, err := d.move.rows(sqlMoveInsert, len(chunk))
+		stmt, err := d.variant(ctx, tx, d.move, sqlMoveInsert, sqlBabelfishMoveInsert, len(chunk))
 		if err != nil {
 			return nil, err
 		}

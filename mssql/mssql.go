@@ -139,13 +139,18 @@ type Driver struct {
 	db     *sql.DB
 	ownDB  bool
 	cfg    Config
-	sql    *statements // sql/*.sql
-	move   *statements // sql/move/*.sql
-	dedupe string      // the dedupe table's name, as it appears in error messages
+	sql    *statements  // sql/*.sql
+	move   *statements  // sql/move/*.sql
+	bf     *statements  // sql/babelfish/*.sql
+	server atomic.Int32 // serverUnknown, serverSQLServer or serverBabelfish
+	dedupe string       // the dedupe table's name, as it appears in error messages
 	pause  pauseFunc
 	// rescueLock names the application lock that lets one rescue pass at a
 	// time run over this jobs_inflight table.
 	rescueLock string
+
+	// trackTokens makes claimers record their tokens (tests).
+	trackTokens bool
 
 	lastRescue atomic.Int64 // unix nanoseconds of the last rescue from Claim
 	closed     atomic.Bool
@@ -177,8 +182,12 @@ func newQueue(db *sql.DB, own bool, cfg Config) (*queue.Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	bf, err := loadStatements(babelfishPattern, names)
+	if err != nil {
+		return nil, err
+	}
 	d := &Driver{
-		db: db, ownDB: own, cfg: cfg, sql: stmts, move: move,
+		db: db, ownDB: own, cfg: cfg, sql: stmts, move: move, bf: bf,
 		dedupe:     names.Prefix + "jobs_dedupe",
 		pause:      jitterPause,
 		rescueLock: lockResource("rescue", names.Qualified(dialect.MSSQL, names.Prefix+"jobs_inflight")),
@@ -254,7 +263,11 @@ func (d *Driver) Close() error {
 // NewClaimer returns a claimer. Its claims are leases in the database, not
 // sessions, so it shares the pool.
 func (d *Driver) NewClaimer(ctx context.Context) (queue.Claimer, error) {
-	return &Claimer{d: d, held: map[int64]int64{}}, nil
+	c := &Claimer{d: d, held: map[int64]int64{}}
+	if d.trackTokens {
+		c.issued = map[int64]bool{}
+	}
+	return c, nil
 }
 
 // named is the bind parameter @name<i>.

@@ -43,7 +43,11 @@ const rescueError = "dbq: lease expired before the job ended (claimer died, stal
 // table's application lock.
 func (d *Driver) rescueOnce(ctx context.Context) (moved int, ran bool, err error) {
 	var granted, n int32
-	err = d.db.QueryRowContext(ctx, d.sql.text(sqlRescue), sql.Named("lock_resource", d.rescueLock),
+	stmt, err := d.variant(ctx, d.db, d.sql, sqlRescue, sqlRescue, 0)
+	if err != nil {
+		return 0, false, classify("rescue", d.dedupe, err)
+	}
+	err = d.db.QueryRowContext(ctx, stmt, sql.Named("lock_resource", d.rescueLock),
 		sql.Named("batch", int32(RescueBatch)), sql.Named("error", rescueError)).Scan(&granted, &n)
 	if err != nil {
 		return 0, false, classify("rescue", d.dedupe, err)

@@ -60,13 +60,23 @@ const (
 	sqlMoveStored   = "stored"
 )
 
-// The two sets of statement files.
+// The statements that differ on Babelfish for PostgreSQL, one embedded file
+// each in sql/babelfish/, used in place of the file of the same name (see
+// server.go).
 const (
-	sqlPattern  = "sql/*.sql"
-	movePattern = "sql/move/*.sql"
+	sqlBabelfishMoveInsert = "move_insert"
+	sqlBabelfishMoveSurvey = "move_survey"
+	sqlBabelfishMoveExport = "move_export"
 )
 
-//go:embed sql/*.sql sql/move/*.sql
+// The three sets of statement files.
+const (
+	sqlPattern       = "sql/*.sql"
+	movePattern      = "sql/move/*.sql"
+	babelfishPattern = "sql/babelfish/*.sql"
+)
+
+//go:embed sql/*.sql sql/move/*.sql sql/babelfish/*.sql
 var sqlFiles embed.FS
 
 // statements is one set of statement files rendered with dialect.LoadSQL

@@ -22,7 +22,7 @@
 CREATE SEQUENCE {{table "jobs_id_seq"}} AS BIGINT START WITH 1 INCREMENT BY 1 NO CYCLE;
 
 CREATE TABLE {{table "jobs"}} (
-    id            BIGINT         NOT NULL CONSTRAINT {{ident "jobs_id_default"}} DEFAULT (NEXT VALUE FOR {{table "jobs_id_seq"}}),
+    id            BIGINT         NOT NULL CONSTRAINT {{ident "jobs_id_default"}} DEFAULT (NEXT VALUE FOR {{sequence "jobs_id_seq"}}),
     queue         VARCHAR(64)    COLLATE Latin1_General_BIN2 NOT NULL,
     payload       VARBINARY(MAX) NOT NULL,
     priority      SMALLINT       NOT NULL CONSTRAINT {{ident "jobs_priority_default"}} DEFAULT 0,

@@ -21,7 +21,7 @@ ALTER TABLE {{table "jobs_inflight"}}
 
 -- +goose Down
 -- A column with a default constraint drops after it.
-ALTER TABLE {{table "jobs_inflight"}} DROP CONSTRAINT {{ident "jobs_inflight_kind_default"}};
+ALTER TABLE {{table "jobs_inflight"}} DROP CONSTRAINT IF EXISTS {{ident "jobs_inflight_kind_default"}};
 ALTER TABLE {{table "jobs_inflight"}} DROP COLUMN kind;
-ALTER TABLE {{table "jobs"}} DROP CONSTRAINT {{ident "jobs_kind_default"}};
+ALTER TABLE {{table "jobs"}} DROP CONSTRAINT IF EXISTS {{ident "jobs_kind_default"}};
 ALTER TABLE {{table "jobs"}} DROP COLUMN kind;

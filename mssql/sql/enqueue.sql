@@ -16,7 +16,7 @@ DECLARE @ids TABLE (
 INSERT INTO {{table "jobs"}} (id, queue, kind, payload, priority, run_at,
        attempt, max_attempts, state, dedupe_key, created_at)
 OUTPUT inserted.id, inserted.queue, inserted.dedupe_key INTO @ids (id, queue, dedupe_key)
-SELECT NEXT VALUE FOR {{table "jobs_id_seq"}} OVER (ORDER BY v.ord),
+SELECT NEXT VALUE FOR {{sequence "jobs_id_seq"}} OVER (ORDER BY v.ord),
        v.queue, v.kind, v.payload, v.priority,
        CASE WHEN v.run_at IS NULL
             THEN DATEADD(millisecond, v.delay_ms, DATEADD(second, v.delay_s, SYSUTCDATETIME()))

@@ -19,7 +19,7 @@ BEGIN
     INSERT INTO {{table "jobs"}} (id, queue, kind, payload, priority, run_at,
            attempt, max_attempts, state, dedupe_key, created_at)
     OUTPUT inserted.id INTO @ids (id)
-    VALUES (NEXT VALUE FOR {{table "jobs_id_seq"}}, @queue, @kind, @payload, @priority,
+    VALUES (NEXT VALUE FOR {{sequence "jobs_id_seq"}}, @queue, @kind, @payload, @priority,
            CASE WHEN @run_at IS NULL
                 THEN DATEADD(millisecond, @delay_ms, DATEADD(second, @delay_s, SYSUTCDATETIME()))
                 ELSE CONVERT(DATETIME2(6), SWITCHOFFSET(@run_at, '+00:00')) END,

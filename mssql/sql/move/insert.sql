@@ -15,7 +15,7 @@ DECLARE @ids TABLE (
 INSERT INTO {{table "jobs"}} (id, queue, kind, payload, priority, run_at,
        attempt, max_attempts, state, last_error, dedupe_key, created_at)
 OUTPUT inserted.id, inserted.queue, inserted.dedupe_key INTO @ids (id, queue, dedupe_key)
-SELECT NEXT VALUE FOR {{table "jobs_id_seq"}} OVER (ORDER BY v.ord),
+SELECT NEXT VALUE FOR {{sequence "jobs_id_seq"}} OVER (ORDER BY v.ord),
        v.queue, v.kind, v.payload, v.priority, CONVERT(DATETIME2(6), SWITCHOFFSET(v.run_at, '+00:00')),
        v.attempt, v.max_attempts, v.state, v.last_error, v.dedupe_key,
        CONVERT(DATETIME2(6), SWITCHOFFSET(v.created_at, '+00:00'))
