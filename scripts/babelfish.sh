@@ -24,7 +24,8 @@
 #                                babelfish-4.4-pg16.tar.xz with its sha256
 #
 # The install is not shipped with dbq: DBQ_BABELFISH_TARBALL names a packed
-# install (babelfish/{bin,lib,share}, relocatable), made by `build` or
+# install (default: babelfish-4.4-pg16.tar.xz in DBQ_SHARED_BIN, else in
+# shared/bin beside the checkout, when it is there) (babelfish/{bin,lib,share}, relocatable), made by `build` or
 # shared by a colleague; its sha256 is read from DBQ_BABELFISH_SHA256, else
 # from the file beside it ($DBQ_BABELFISH_TARBALL.sha256), and checked
 # before anything is unpacked. The unpacked install is kept in the cache
@@ -57,7 +58,12 @@ if [[ $(id -u) == 0 ]]; then
 else
 	CACHE=${BABELFISH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dbq/babelfish}
 fi
+# shellcheck source=scripts/shared-bin.sh
+source "$(dirname "${BASH_SOURCE[0]}")/shared-bin.sh"
 TARBALL=${DBQ_BABELFISH_TARBALL:-}
+if [[ -z $TARBALL && -f $(shared_bin)/babelfish-4.4-pg16.tar.xz ]]; then
+	TARBALL=$(shared_bin)/babelfish-4.4-pg16.tar.xz
+fi
 LOGIN=babelfish_user
 DB=babelfish_db
 # Debian's names of the libraries the install links against.
@@ -112,7 +118,7 @@ cant_install() {
 why_not() {
 	local need why
 	if [[ -z $TARBALL ]]; then
-		echo "DBQ_BABELFISH_TARBALL is not set (a packed Babelfish install; scripts/babelfish.sh build makes one)"
+		echo "DBQ_BABELFISH_TARBALL is not set and there is no $(shared_bin)/babelfish-4.4-pg16.tar.xz (a packed Babelfish install; scripts/babelfish.sh build makes one)"
 	elif [[ ! -r $TARBALL ]]; then
 		echo "DBQ_BABELFISH_TARBALL=$TARBALL is not a readable file"
 	elif [[ -z $(sha) ]]; then

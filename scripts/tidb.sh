@@ -50,21 +50,9 @@ say() { echo "scripts/tidb: $*"; }
 # SKIP: the exit status of `up` and `server` when there is no binary to run.
 SKIP=3
 
-# shared_bin: print the folder of shared test binaries.
-shared_bin() {
-	if [[ -n ${DBQ_SHARED_BIN:-} ]]; then
-		printf '%s\n' "$DBQ_SHARED_BIN"
-		return
-	fi
-	local repo common
-	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-	if [[ ! -d $repo/../shared/bin ]] &&
-		common=$(git -C "$repo" rev-parse --path-format=absolute --git-common-dir 2>/dev/null) &&
-		[[ -d $common/../../shared/bin ]]; then
-		repo=$(cd "$common/.." && pwd) # a worktree: beside the main checkout
-	fi
-	printf '%s\n' "$(cd "$repo/.." && pwd)/shared/bin"
-}
+# shared_bin: the folder of shared test binaries.
+# shellcheck source=scripts/shared-bin.sh
+source "$(dirname "${BASH_SOURCE[0]}")/shared-bin.sh"
 
 # sha_of FILE: print FILE's sha256.
 sha_of() { sha256sum "$1" | cut -d' ' -f1; }
