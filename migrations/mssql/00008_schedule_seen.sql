@@ -10,11 +10,11 @@
 -- spec_since stays NULL (their last tick alone says where they stand).
 -- Nullable columns with no default are a metadata-only change. goose sends
 -- each statement as a batch of its own, so the UPDATE compiles after the
--- columns exist.
-ALTER TABLE {{table "schedules"}}
-    ADD spec_since DATETIME2(6) NULL,
-        seen_at    DATETIME2(6) NULL;
+-- columns exist. One column per ALTER TABLE: Babelfish refuses a list.
+ALTER TABLE {{table "schedules"}} ADD spec_since DATETIME2(6) NULL;
+ALTER TABLE {{table "schedules"}} ADD seen_at DATETIME2(6) NULL;
 UPDATE {{table "schedules"}} SET seen_at = updated_at;
 
 -- +goose Down
-ALTER TABLE {{table "schedules"}} DROP COLUMN spec_since, COLUMN seen_at;
+ALTER TABLE {{table "schedules"}} DROP COLUMN seen_at;
+ALTER TABLE {{table "schedules"}} DROP COLUMN spec_since;
