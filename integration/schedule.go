@@ -92,8 +92,9 @@ func consecutive(t *testing.T, ticks []time.Time) {
 }
 
 // testSchedules: three schedulers of one @every 1s schedule make exactly
-// the ticks that elapsed, each once; a scheduler stopped for 5 s and
-// restarted makes only the latest missed tick (the default policy).
+// the ticks that elapsed, each once; a scheduler stopped for 6 s and
+// restarted makes only the latest missed tick (the default policy), on a
+// fake clock.
 func testSchedules(t *testing.T, s *suite) {
 	q := s.queue(t, queue.Config{})
 	t.Run("ThreeSchedulersOneJobPerTick", func(t *testing.T) {
@@ -129,16 +130,31 @@ func testSchedules(t *testing.T, s *suite) {
 	})
 	t.Run("RestartMakesOnlyTheLatestMissedTick", func(t *testing.T) {
 		t.Parallel()
+		// On a clock of its own: a scheduler steps through 3 s, stops,
+		// and a new one starts 6 s later, with nothing slept.
 		h := &tickCounts{}
+		clk := &fakeClock{}
 		sched := schedule.Schedule{Name: "restart", Spec: "@every 1s", Queue: "restart"}
-		runSchedulers(t, q, sched, h, 1, 2500*time.Millisecond)
+		newScheduler := func() *schedule.Scheduler {
+			sc, err := schedule.New(q, []schedule.Schedule{sched}, schedule.Config{Clock: clk, Hooks: h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sc
+		}
+		first := newScheduler()
+		for ms := 100; ms <= 3100; ms += 250 {
+			stepAt(t, clk, fakeDay.Add(time.Duration(ms)*time.Millisecond), first)
+		}
 		before := scheduledTicks(t, q, "restart")
 		if len(before) == 0 {
-			t.Fatal("no tick in 2.5 s")
+			t.Fatal("no tick in 3 s")
 		}
-		time.Sleep(5 * time.Second)
-		restart := time.Now()
-		runSchedulers(t, q, sched, h, 1, 1500*time.Millisecond)
+		restart := fakeDay.Add(9500 * time.Millisecond)
+		second := newScheduler()
+		for ms := 9500; ms <= 11100; ms += 250 {
+			stepAt(t, clk, fakeDay.Add(time.Duration(ms)*time.Millisecond), second)
+		}
 		all := scheduledTicks(t, q, "restart")
 		after := all[len(before):]
 		lastBefore := before[len(before)-1]
@@ -147,13 +163,12 @@ func testSchedules(t *testing.T, s *suite) {
 		if len(after) == 0 {
 			t.Fatal("no tick after the restart")
 		}
-		latest := after[0]
-		if latest.Before(restart.Truncate(time.Second)) || latest.After(restart.Add(time.Second)) {
-			t.Errorf("first tick after restart %v is not the latest missed one (restart at %v)", latest, restart)
+		if latest, want := after[0], restart.Truncate(time.Second); !latest.Equal(want) {
+			t.Errorf("first tick after restart %v, want the latest missed one, %v", latest, want)
 		}
-		missed := int(latest.Sub(lastBefore)/time.Second) - 1
-		if missed < 4 || h.skipped[schedule.SkipMissed] != missed {
-			t.Errorf("%d ticks passed over between %v and %v, hooks counted %d", missed, lastBefore, latest, h.skipped[schedule.SkipMissed])
+		missed := int(after[0].Sub(lastBefore)/time.Second) - 1
+		if missed != 5 || h.skipped[schedule.SkipMissed] != missed {
+			t.Errorf("%d ticks passed over between %v and %v (want 5), hooks counted %d", missed, lastBefore, after[0], h.skipped[schedule.SkipMissed])
 		}
 		consecutive(t, before)
 		consecutive(t, after)
