@@ -43,19 +43,19 @@ type cursor struct {
 // the resume point (given back by another claimer, due since) wait up to
 // the gap longer; a resumed walk that finds nothing still walks from the
 // head at once. A head walk is dear only when it took at least
-// cheapHeadWalk and four times the resumed walk: a server or client slowed
-// down as a whole (load, a pause) slows both alike, and then the count
-// rule alone holds.
-func headGap(took, resumed time.Duration) time.Duration {
-	if took < cheapHeadWalk || took < 4*resumed {
+// cheap (the claimer's cheapHeadWalk, defaultCheapHeadWalk) and four times
+// the resumed walk: a server or client slowed down as a whole (load, a
+// pause) slows both alike, and then the count rule alone holds.
+func headGap(took, resumed, cheap time.Duration) time.Duration {
+	if took < cheap || took < 4*resumed {
 		return 0
 	}
 	return min(9*took, maxHeadGap)
 }
 
-var (
-	cheapHeadWalk = 2 * time.Millisecond // a variable for tests
-	maxHeadGap    = 5 * time.Second
+const (
+	defaultCheapHeadWalk = 2 * time.Millisecond
+	maxHeadGap           = 5 * time.Second
 )
 
 // maxCursors bounds the queues a claimer keeps cursors for; past it they
@@ -189,7 +189,7 @@ func (c *AdvisoryClaimer) walked(w *walkPlan, locked []lockedRow, took time.Dura
 	switch {
 	case !timed:
 	case w.from == nil:
-		cur.notHeadBefore = time.Now().Add(headGap(took, cur.resumed))
+		cur.notHeadBefore = time.Now().Add(headGap(took, cur.resumed, c.cheapHeadWalk))
 	default:
 		cur.resumed = took
 	}

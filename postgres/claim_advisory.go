@@ -43,6 +43,9 @@ type AdvisoryClaimer struct {
 	nss    map[int32]bool    // lock namespaces this connection has used
 	closed bool
 
+	// cheapHeadWalk is what a head walk may take before it counts as dear
+	// (headGap); tests set it.
+	cheapHeadWalk time.Duration
 	// cursors says, per queue, where the next walk starts (see planWalk).
 	cursors map[string]*cursor
 
@@ -73,7 +76,7 @@ type lockKey struct{ ns, k int32 }
 func fold(id int64) int32 { return int32(uint32(id)) }
 
 func newAdvisoryClaimer(d *Driver) *AdvisoryClaimer {
-	return &AdvisoryClaimer{d: d, postCheck: !d.noPostCheck}
+	return &AdvisoryClaimer{d: d, postCheck: !d.noPostCheck, cheapHeadWalk: defaultCheapHeadWalk}
 }
 
 // openAdvisoryClaimer connects a new advisory claimer, checks that its

@@ -375,7 +375,7 @@ func TestAdvisoryDearHeadWalkWaits(t *testing.T) {
 		{100 * time.Millisecond, 30 * time.Millisecond, 0}, // everything is slow, not the head walk
 		{2 * time.Second, time.Millisecond, maxHeadGap},
 	} {
-		if got := headGap(c.took, c.resumed); got != c.want {
+		if got := headGap(c.took, c.resumed, defaultCheapHeadWalk); got != c.want {
 			t.Errorf("headGap(%v, %v) = %v, want %v", c.took, c.resumed, got, c.want)
 		}
 	}
@@ -389,9 +389,9 @@ func TestAdvisoryDearHeadWalkWaits(t *testing.T) {
 		t.Fatalf("claimed %v from an empty queue", jobIDs(got))
 	}
 	// Every head walk counts as dear from here on.
-	old := cheapHeadWalk
-	cheapHeadWalk = -1
-	t.Cleanup(func() { cheapHeadWalk = old })
+	c.mu.Lock()
+	c.cheapHeadWalk = -1
+	c.mu.Unlock()
 	if got := claim(t, c, "h", 1); len(got) != 1 || got[0].ID != ids[2] { // a head walk
 		t.Fatalf("claimed %v, want [%d]", jobIDs(got), ids[2])
 	}

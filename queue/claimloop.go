@@ -105,17 +105,17 @@ func (r *runState) giveBack(ctx context.Context, jobs []*Job, n int) []*Job {
 	return jobs[:n]
 }
 
-// gatherWait is how long a claim that would take fewer than half a batch
+// defaultGatherWait is how long a claim that would take fewer than half a batch
 // waits for more handler slots to free. Busy handlers free their slots one
 // by one; claiming for each as it comes made claims of a few jobs, each
 // costing the round trips and the commit of a full one (MySQL drains
 // claimed 57 jobs a claim on average with BatchSize 100, 92 with the
 // wait). A job waits at most this much longer to be claimed, and only
 // while the Worker is busy.
-var gatherWait = time.Millisecond // a variable for tests
+const defaultGatherWait = time.Millisecond
 
 // gather adds the handler slots free now to free, up to a batch, and when
-// they make less than half a batch, those freed within gatherWait.
+// they make less than half a batch, those freed within r.gatherWait.
 func (r *runState) gather(free int) int {
 	batch := r.w.cfg.BatchSize
 	for free < batch {
@@ -130,7 +130,7 @@ func (r *runState) gather(free int) int {
 	if free >= batch/2 {
 		return free
 	}
-	t := time.NewTimer(gatherWait)
+	t := time.NewTimer(r.gatherWait)
 	defer t.Stop()
 	for free < batch {
 		select {

@@ -9,11 +9,9 @@ import (
 // batch waits for more handler slots to free (up to gatherWait); one that
 // has half a batch or more claims at once.
 func TestGatherWaitsForHalfABatch(t *testing.T) {
-	old := gatherWait
-	gatherWait = time.Hour // a wait that is not cut short by slots ends the test by its deadline
-	t.Cleanup(func() { gatherWait = old })
 	newRun := func() *runState {
-		return &runState{w: &Worker{cfg: WorkerConfig{BatchSize: 10}}, slots: make(chan struct{}, 10)}
+		// A wait that is not cut short by slots ends the test by its deadline.
+		return &runState{w: &Worker{cfg: WorkerConfig{BatchSize: 10}}, slots: make(chan struct{}, 10), gatherWait: time.Hour}
 	}
 
 	r := newRun()

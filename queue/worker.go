@@ -251,6 +251,9 @@ type runState struct {
 	hbStop context.CancelFunc
 	hbDone chan struct{} // nil when the claimer needs no heartbeat
 
+	// gatherWait is defaultGatherWait; tests set it.
+	gatherWait time.Duration
+
 	abort     chan struct{} // closed by StopNow
 	abortOnce sync.Once
 }
@@ -265,6 +268,8 @@ func (w *Worker) begin(ctx context.Context, claimer Claimer) *runState {
 		flushed:  make(chan struct{}),
 		handoffs: make(chan handoff),
 		abort:    make(chan struct{}),
+
+		gatherWait: defaultGatherWait,
 	}
 	if _, ok := completeClaimer(claimer); ok {
 		r.pending = &pending{}
