@@ -245,7 +245,13 @@ func (a *Activity) Run(ctx context.Context) error {
 	defer a.running.Store(false)
 	failing := false
 	for n := 0; ; n++ {
-		err := a.Flush(ctx, n%pruneEvery == 0)
+		// Each flush on a context of its own, bounded, that ctx's end does
+		// not cut short: a write cancelled after its commit reports an
+		// error, its counts would be kept, and the last flush would add
+		// them a second time (TestActivityRunCountsOnceAtShutdown).
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		err := a.Flush(fctx, n%pruneEvery == 0)
+		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			a.log.Warn("dbq: activity flush failed; counts kept for the next", "err", err)

@@ -210,3 +210,55 @@ func BenchmarkActivityCountContended(b *testing.B) {
 		}
 	})
 }
+
+// commitThenCancelStore writes what AddActivity is given, then, when the
+// context it was given has ended meanwhile, reports that as its error: a
+// database statement cancelled after its commit looks the same.
+type commitThenCancelStore struct {
+	*fakeActivityStore
+	entered chan struct{} // receives when an AddActivity starts
+	release chan struct{} // closed to let AddActivity go on
+}
+
+func (s *commitThenCancelStore) AddActivity(ctx context.Context, cs []ActivityCount) error {
+	s.entered <- struct{}{}
+	<-s.release
+	if err := s.fakeActivityStore.AddActivity(ctx, cs); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// A Worker leaving kicks a flush; when Run's context ends while that
+// flush writes, the counts are written once: the flush is not cut short
+// (it was, and its "failed" counts were written again by the last flush:
+// dbq work's activity counted each job twice at shutdown).
+func TestActivityRunCountsOnceAtShutdown(t *testing.T) {
+	s := &commitThenCancelStore{fakeActivityStore: &fakeActivityStore{},
+		entered: make(chan struct{}, 10), release: make(chan struct{})}
+	a, err := NewActivity(&Queue{drv: s, cfg: Config{}.WithDefaults()}, ActivityConfig{Host: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := a.counter("q", "")
+	c.completed.Add(4)
+	c.dead.Add(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	<-s.entered // the first flush is writing the counts
+	cancel()
+	close(s.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var sum ActivityCount
+	for _, add := range s.adds {
+		for _, c := range add {
+			sum.Completed, sum.Dead = sum.Completed+c.Completed, sum.Dead+c.Dead
+		}
+	}
+	if sum.Completed != 4 || sum.Dead != 1 {
+		t.Errorf("written %d completed and %d dead over %d writes, want 4 and 1", sum.Completed, sum.Dead, len(s.adds))
+	}
+}
