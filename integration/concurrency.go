@@ -130,12 +130,7 @@ func checkLedger(t *testing.T, ledger map[int64]int, enqueued map[int64]bool, to
 // retries a claimer holds locks for exactly the jobs it still holds.
 func testHeldLocks(t *testing.T, s *suite) {
 	if s.h.HeldLocks == nil {
-		// Only SQL Server's harness lacks it: not written yet, with no
-		// server here to run it against. Any other must report it.
-		if s.h.Dialect != "mssql" {
-			t.Fatalf("the %s harness has no HeldLocks: every dialect but SQL Server's reports what its claimers hold", s.h.Dialect)
-		}
-		t.Skipf("the %s harness does not report what its claimers hold in the database", s.h.Dialect)
+		t.Fatalf("the %s harness has no HeldLocks: every harness reports what its claimers hold", s.h.Dialect)
 	}
 	q := s.queue(t, queue.Config{})
 	enqueueN(t, q, "locks", 300)

@@ -60,6 +60,10 @@ type Harness struct {
 	// level, lock and statement timeouts, whatever a dialect could leave
 	// behind. The suite checks that dbq leaves them as it found them.
 	UserPool func(t *testing.T, cfg queue.Config) (q *queue.Queue, sessions func(t *testing.T) []map[string]string)
+	// NoUserPool says why a harness without UserPool has none (no pool at
+	// all; another harness of the dialect runs the case). A harness with
+	// neither fails LeavesPoolSessionsAsFound.
+	NoUserPool string
 
 	// InsertRaw, when set, inserts one job into q's jobs table with a plain
 	// SQL INSERT naming exactly the columns of cols, as a producer in

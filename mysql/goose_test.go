@@ -27,12 +27,13 @@ func TestConformanceGooseFiles(t *testing.T) {
 			}
 			return q
 		},
-		Migrator:  gooseProvider,
-		Kill:      func(t *testing.T, c queue.Claimer) { killConn(t, sessionOf(c)) },
-		HeldLocks: func(t *testing.T, c queue.Claimer) []int64 { return claimedWithTokens(t, c.(*Claimer)) },
-		Leftovers: func(t *testing.T, c queue.Claimer) []string { return openTrx(t, sessionOf(c)) },
-		InsertRaw: insertRaw,
-		Tx:        beginTx,
+		Migrator:   gooseProvider,
+		NoUserPool: "TestConformance runs the case on the same server; only the migrations differ here",
+		Kill:       func(t *testing.T, c queue.Claimer) { killConn(t, sessionOf(c)) },
+		HeldLocks:  func(t *testing.T, c queue.Claimer) []int64 { return claimedWithTokens(t, c.(*Claimer)) },
+		Leftovers:  func(t *testing.T, c queue.Claimer) []string { return openTrx(t, sessionOf(c)) },
+		InsertRaw:  insertRaw,
+		Tx:         beginTx,
 	})
 }
 

@@ -213,6 +213,7 @@ func TestConformancePgBouncer(t *testing.T) {
 		return q
 	}
 	h.UserPool = nil // reads sessions of a pool it makes on the server itself
+	h.NoUserPool = "through PgBouncer the server sessions are the pooler's; TestConformance reads a user pool's"
 	integration.Run(t, h)
 }
 

@@ -28,8 +28,9 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { q.Close() })
 			return q
 		},
-		Kill:      func(t *testing.T, c queue.Claimer) { c.(*memq.Claimer).Abandon() },
-		HeldLocks: func(t *testing.T, c queue.Claimer) []int64 { return c.(*memq.Claimer).Stored() },
+		Kill:       func(t *testing.T, c queue.Claimer) { c.(*memq.Claimer).Abandon() },
+		HeldLocks:  func(t *testing.T, c queue.Claimer) []int64 { return c.(*memq.Claimer).Stored() },
+		NoUserPool: "the in-memory driver has no pool",
 		// The in-memory store has no transactions: a nil tx is its own
 		// (EnqueueTx with nil is Enqueue), committed as it is made.
 		Tx: func(*testing.T, *queue.Queue) (any, func() error) { return nil, func() error { return nil } },
