@@ -170,8 +170,15 @@ func alive(pid int) bool {
 // in its process group does not leave it running.
 func TestJobLeavesNothingRunning(t *testing.T) {
 	t.Parallel()
+	jobLeavesNothing(t, `sleep 1000 & echo $! >> "$0"`, "the job's child")
+}
+
+// jobLeavesNothing runs script (sh -c, $0 a file it appends a pid to) as a
+// job and fails t unless that pid is gone within 5 s of the job's end.
+func jobLeavesNothing(t *testing.T, script, what string) {
+	t.Helper()
 	pids := filepath.Join(t.TempDir(), "pids")
-	h := commandHandler([]string{"sh", "-c", `sleep 1000 & echo $! >> "$0"`, pids}, jobEnv(), nil)
+	h := commandHandler([]string{"sh", "-c", script, pids}, jobEnv(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := h(ctx, &queue.Job{ID: 1, Queue: "q"}); err != nil {
@@ -184,7 +191,7 @@ func TestJobLeavesNothingRunning(t *testing.T) {
 	for deadline := time.Now().Add(5 * time.Second); alive(got[0]); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(got[0], syscall.SIGKILL)
-			t.Fatalf("the job's child %d outlived its run", got[0])
+			t.Fatalf("%s %d outlived its run", what, got[0])
 		}
 	}
 }

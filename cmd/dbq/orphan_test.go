@@ -135,21 +135,5 @@ func TestSupervisorRefusesOutsideWork(t *testing.T) {
 // process in a session of its own (setsid) does not leave it running.
 func TestJobLeavesNothingOutsideItsGroup(t *testing.T) {
 	t.Parallel()
-	pids := filepath.Join(t.TempDir(), "pids")
-	h := commandHandler([]string{"sh", "-c", `setsid sleep 1000 & echo $! >> "$0"`, pids}, jobEnv(), nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := h(ctx, &queue.Job{ID: 1, Queue: "q"}); err != nil {
-		t.Fatal(err)
-	}
-	got := readPIDs(t, pids)
-	if len(got) != 1 {
-		t.Fatalf("pids: %v", got)
-	}
-	for deadline := time.Now().Add(5 * time.Second); alive(got[0]); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(got[0], syscall.SIGKILL)
-			t.Fatalf("the job's process %d, in a session of its own, outlived its run", got[0])
-		}
-	}
+	jobLeavesNothing(t, `setsid sleep 1000 & echo $! >> "$0"`, "the job's process, in a session of its own,")
 }
